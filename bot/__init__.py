@@ -1,0 +1,1 @@
+"""The Telegram front and the composition root of Macupos."""

@@ -1,0 +1,1 @@
+"""Eywa, the Macupos memory core: transcripts → deterministic markdown → handoffs → indexes → retrieval."""

@@ -1,0 +1,184 @@
+"""The SQLite database: opening, migrations, and serialised writes that several processes can share.
+
+WAL lets readers run beside the one writer; ``BEGIN IMMEDIATE`` takes the write lock up front so two
+writers never deadlock on a lock upgrade; the busy timeout plus a bounded retry keeps "database is
+locked" from reaching callers while another process holds the lock for a moment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import aiosqlite
+
+from memory.errors import DatabaseLockedError, MemoryStoreError, NotADatabaseError, SchemaTooNewError
+from memory.migrations import MIGRATIONS
+
+__all__ = ["SCHEMA_VERSION", "Database"]
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _check_file(path: Path) -> None:
+    if not path.exists():
+        return
+    if path.is_dir():
+        raise NotADatabaseError(path)
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(len(_SQLITE_MAGIC))
+    except OSError as exc:
+        raise MemoryStoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if head and head != _SQLITE_MAGIC:
+        raise NotADatabaseError(path)
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    msg = str(exc).lower()
+    return "locked" in msg or "busy" in msg
+
+
+class Database:
+    """One aiosqlite connection plus the write discipline. Open with :meth:`open`, close with :meth:`close`."""
+
+    def __init__(self, path: Path, conn: aiosqlite.Connection, busy_timeout_ms: int) -> None:
+        self.path = path
+        self.conn = conn
+        self._busy_timeout_s = busy_timeout_ms / 1000
+        self._write_lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: Path, *, busy_timeout_ms: int = 30_000) -> Database:
+        _check_file(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise MemoryStoreError(f"cannot create {path.parent}: {exc.strerror or exc}") from exc
+        try:
+            conn = await aiosqlite.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise MemoryStoreError(f"cannot open {path}: {exc}") from exc
+        db = cls(path, conn, busy_timeout_ms)
+        try:
+            await db._configure()
+            await db._migrate()
+        except sqlite3.DatabaseError as exc:
+            await conn.close()
+            if "not a database" in str(exc) or "malformed" in str(exc):
+                raise NotADatabaseError(path) from exc
+            raise MemoryStoreError(f"cannot open {path}: {exc}") from exc
+        except BaseException:
+            await conn.close()
+            raise
+        return db
+
+    async def close(self) -> None:
+        await self.conn.close()
+
+    async def _configure(self) -> None:
+        conn = self.conn
+        await conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+        await self._retrying("PRAGMA journal_mode = WAL")
+        # NORMAL is durable in WAL mode except for the last commits on power loss, never corrupting.
+        await conn.execute("PRAGMA synchronous = NORMAL")
+        await conn.execute("PRAGMA foreign_keys = ON")
+        await conn.execute("PRAGMA temp_store = MEMORY")
+
+    async def schema_version(self) -> int:
+        async with self.conn.execute("PRAGMA user_version") as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def _migrate(self) -> None:
+        found = await self.schema_version()
+        if found > SCHEMA_VERSION:
+            raise SchemaTooNewError(self.path, found, SCHEMA_VERSION)
+        if found == SCHEMA_VERSION:
+            return
+        async with self.write() as conn:
+            # Re-read under the write lock: another process may have migrated meanwhile.
+            async with conn.execute("PRAGMA user_version") as cur:
+                row = await cur.fetchone()
+            current = int(row[0]) if row else 0
+            for version in range(current, SCHEMA_VERSION):
+                logger.info("migrating %s to schema %d", self.path, version + 1)
+                for statement in _split_sql(MIGRATIONS[version]):
+                    await conn.execute(statement)
+                await conn.execute(f"PRAGMA user_version = {version + 1}")
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A write transaction (BEGIN IMMEDIATE), committed on success and rolled back on error."""
+        async with self._write_lock:
+            await self._begin_immediate()
+            try:
+                yield self.conn
+            except BaseException:
+                await self.conn.rollback()
+                raise
+            else:
+                await self._commit()
+
+    async def _begin_immediate(self) -> None:
+        await self._retrying("BEGIN IMMEDIATE")
+
+    async def _retrying(self, sql: str) -> None:
+        # sqlite's own busy handler already waited; this loop covers the cases it does not
+        # (a WAL checkpoint or recovery in another process), bounded by the same timeout.
+        started = time.monotonic()
+        delay = 0.01
+        while True:
+            try:
+                await self.conn.execute(sql)
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise
+                waited = time.monotonic() - started
+                if waited >= self._busy_timeout_s:
+                    raise DatabaseLockedError(self.path, waited) from exc
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.25)
+
+    async def _commit(self) -> None:
+        started = time.monotonic()
+        delay = 0.01
+        while True:
+            try:
+                await self.conn.commit()
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise
+                waited = time.monotonic() - started
+                if waited >= self._busy_timeout_s:
+                    await self.conn.rollback()
+                    raise DatabaseLockedError(self.path, waited) from exc
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.25)
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements; sqlite3.complete_statement keeps triggers and strings intact."""
+    statements: list[str] = []
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        if not buf and line.strip().startswith("--"):
+            continue
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                statements.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        statements.append(buf.strip())
+    return statements

@@ -1,0 +1,72 @@
+"""One rooted error hierarchy for the memory core; every error carries the fields a caller needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "DatabaseLockedError",
+    "ExtractionError",
+    "HandoffFormatError",
+    "MemoryStoreError",
+    "NotADatabaseError",
+    "SchemaTooNewError",
+    "SessionNotFoundError",
+    "SourceUnreadableError",
+]
+
+
+class MemoryStoreError(Exception):
+    """Base of every error the memory core raises on purpose."""
+
+
+class NotADatabaseError(MemoryStoreError):
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path} is not a Macupos memory database (not SQLite, or damaged)")
+        self.path = path
+
+
+class SchemaTooNewError(MemoryStoreError):
+    def __init__(self, path: Path, found: int, supported: int) -> None:
+        super().__init__(
+            f"{path} has schema version {found}, newer than this Macupos understands ({supported}); "
+            "upgrade Macupos instead of downgrading the database"
+        )
+        self.path = path
+        self.found = found
+        self.supported = supported
+
+
+class DatabaseLockedError(MemoryStoreError):
+    def __init__(self, path: Path, waited_s: float) -> None:
+        super().__init__(f"{path} stayed locked by another writer for {waited_s:.1f}s")
+        self.path = path
+        self.waited_s = waited_s
+
+
+class SourceUnreadableError(MemoryStoreError):
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"cannot read {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class SessionNotFoundError(MemoryStoreError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session or handoff with id {session_id!r}")
+        self.session_id = session_id
+
+
+class HandoffFormatError(MemoryStoreError):
+    def __init__(self, path: Path | None, reason: str) -> None:
+        where = f"{path}: " if path else ""
+        super().__init__(f"{where}not a handoff file: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class ExtractionError(MemoryStoreError):
+    def __init__(self, session_id: str, reason: str) -> None:
+        super().__init__(f"handoff extraction failed for {session_id}: {reason}")
+        self.session_id = session_id
+        self.reason = reason

@@ -1,0 +1,96 @@
+"""Numbered, append-only schema migrations. Never edit a released entry: add the next one."""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS"]
+
+# Each entry upgrades the schema from version i to i + 1 (PRAGMA user_version).
+MIGRATIONS: tuple[str, ...] = (
+    # 1: sessions, handoffs, inverted indexes, full-text content
+    """
+    CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+    -- One row per transcript file ingested: enough to skip an unchanged file and to resume a grown one.
+    CREATE TABLE sources(
+        path TEXT PRIMARY KEY,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        session_ids TEXT NOT NULL,          -- JSON list
+        lines_skipped INTEGER NOT NULL DEFAULT 0,
+        ingested_at TEXT NOT NULL
+    );
+
+    CREATE TABLE sessions(
+        session_id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,                 -- main | subagent | codex
+        parent_id TEXT NOT NULL DEFAULT '',
+        source_path TEXT NOT NULL,
+        cwd TEXT NOT NULL DEFAULT '',
+        git_branch TEXT NOT NULL DEFAULT '',
+        title TEXT NOT NULL DEFAULT '',
+        model TEXT NOT NULL DEFAULT '',
+        started_at TEXT NOT NULL DEFAULT '',
+        ended_at TEXT NOT NULL DEFAULT '',
+        duration_min REAL NOT NULL DEFAULT 0,
+        n_entries INTEGER NOT NULL DEFAULT 0,
+        markdown TEXT NOT NULL,
+        content_sha TEXT NOT NULL,
+        extract_state TEXT NOT NULL DEFAULT 'pending',   -- pending | done | failed
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX sessions_parent ON sessions(parent_id);
+    CREATE INDEX sessions_extract ON sessions(extract_state);
+
+    CREATE TABLE handoffs(
+        session_id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        parent_id TEXT NOT NULL DEFAULT '',
+        ts REAL NOT NULL,                   -- epoch seconds of `date`, for recency
+        date TEXT NOT NULL,
+        duration_min REAL NOT NULL DEFAULT 0,
+        substance INTEGER NOT NULL,
+        headline TEXT NOT NULL,
+        projects TEXT NOT NULL,             -- JSON list
+        keywords TEXT NOT NULL,             -- JSON list
+        markdown TEXT NOT NULL,             -- the whole handoff file, frontmatter included
+        source TEXT NOT NULL,               -- llm | fallback | import | correction
+        review TEXT NOT NULL DEFAULT 'pending',   -- pending | kept
+        indexed INTEGER NOT NULL DEFAULT 0, -- 1 when its terms are in `postings`
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX handoffs_ts ON handoffs(ts);
+
+    -- Inverted indexes. field 0 = project, 1 = keyword. Posting lists are ordered newest first
+    -- within a term so retrieval can stop early (score bounds fall with age).
+    CREATE TABLE postings(
+        field INTEGER NOT NULL,
+        term TEXT NOT NULL,
+        ts REAL NOT NULL,
+        session_id TEXT NOT NULL,
+        PRIMARY KEY(field, term, ts, session_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX postings_session ON postings(session_id);
+    CREATE TABLE term_df(
+        field INTEGER NOT NULL,
+        term TEXT NOT NULL,
+        df INTEGER NOT NULL,
+        PRIMARY KEY(field, term)
+    ) WITHOUT ROWID;
+
+    -- Detail recall over everything said in a session (subagents included, linked by parent_id).
+    CREATE VIRTUAL TABLE content USING fts5(
+        session_id UNINDEXED, kind UNINDEXED, parent_id UNINDEXED, body,
+        tokenize = 'porter unicode61'
+    );
+    CREATE VIRTUAL TABLE content_vocab USING fts5vocab(content, 'row');
+
+    -- Lines skipped by the last ingest of each file, for `stats` and the ingest report.
+    CREATE TABLE problems(
+        path TEXT NOT NULL,
+        line_no INTEGER NOT NULL,
+        reason TEXT NOT NULL,
+        PRIMARY KEY(path, line_no)
+    ) WITHOUT ROWID;
+    """,
+)

@@ -1,0 +1,93 @@
+"""Typed settings for the memory core, built once at the edge from an environment mapping and optional TOML.
+
+Library code never reads ``os.environ``: the CLI (or the bot) passes its environment here once.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MemorySettings"]
+
+DEFAULT_LLM_MODEL = "claude-haiku-4-5"
+
+
+@dataclass(frozen=True, slots=True)
+class MemorySettings:
+    home: Path
+    claude_config_dir: Path
+    codex_home: Path
+    timezone: str = "UTC"
+    window_days: float = 14.0
+    max_handoffs: int = 5
+    own_secrets: tuple[str, ...] = ()
+    llm_model: str = DEFAULT_LLM_MODEL
+    llm_enabled: bool = True
+    llm_timeout_s: float = 120.0
+    extract_concurrency: int = 2
+    tool_output_limit: int = 2000
+    busy_timeout_ms: int = 30_000
+    hook_budget_s: float = 5.0
+    claude_env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "memory.db"
+
+    @property
+    def handoffs_dir(self) -> Path:
+        return self.home / "handoffs"
+
+    @property
+    def claude_projects_dir(self) -> Path:
+        return self.claude_config_dir / "projects"
+
+    @property
+    def codex_sessions_dir(self) -> Path:
+        return self.codex_home / "sessions"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], toml_path: Path | None = None) -> MemorySettings:
+        """Build settings from an environment mapping plus the optional ``[memory]`` table of a TOML file.
+
+        Precedence: environment over TOML over defaults.
+        """
+        user_home = Path(env.get("HOME") or Path.home())
+        home = Path(env.get("MACUPOS_HOME") or user_home / ".macupos").expanduser()
+        toml_file = toml_path or (Path(env["MACUPOS_CONFIG"]) if env.get("MACUPOS_CONFIG") else home / "config.toml")
+        table: dict[str, Any] = {}
+        if toml_file.is_file():
+            with toml_file.open("rb") as fh:
+                table = dict(tomllib.load(fh).get("memory", {}))
+
+        def pick(env_key: str, toml_key: str, default: Any) -> Any:
+            if env.get(env_key):
+                return env[env_key]
+            return table.get(toml_key, default)
+
+        secrets_raw = pick("MACUPOS_SECRETS", "own_secrets", ())
+        if isinstance(secrets_raw, str):
+            own = tuple(s for s in (x.strip() for x in secrets_raw.split(",")) if s)
+        else:
+            own = tuple(str(s) for s in secrets_raw if str(s))
+        llm_flag = str(pick("MACUPOS_MEMORY_LLM", "llm_enabled", "1")).lower()
+        return cls(
+            home=home,
+            claude_config_dir=Path(env.get("CLAUDE_CONFIG_DIR") or user_home / ".claude").expanduser(),
+            codex_home=Path(env.get("CODEX_HOME") or user_home / ".codex").expanduser(),
+            timezone=str(pick("MACUPOS_TIMEZONE", "timezone", "UTC")),
+            window_days=float(pick("MACUPOS_MEMORY_WINDOW_DAYS", "window_days", 14.0)),
+            max_handoffs=min(5, int(pick("MACUPOS_MEMORY_MAX_HANDOFFS", "max_handoffs", 5))),
+            own_secrets=own,
+            llm_model=str(pick("MACUPOS_MEMORY_MODEL", "llm_model", DEFAULT_LLM_MODEL)),
+            llm_enabled=llm_flag not in {"0", "false", "no", "off"},
+            llm_timeout_s=float(pick("MACUPOS_MEMORY_LLM_TIMEOUT", "llm_timeout_s", 120.0)),
+            extract_concurrency=max(1, int(pick("MACUPOS_MEMORY_CONCURRENCY", "extract_concurrency", 2))),
+            tool_output_limit=int(table.get("tool_output_limit", 2000)),
+            hook_budget_s=float(table.get("hook_budget_s", 5.0)),
+            claude_env={k: v for k, v in env.items() if k.startswith(("ANTHROPIC_", "CLAUDE_"))},
+        )

@@ -1,0 +1,1 @@
+"""Agent sessions: Claude Code with Codex as a subagent (arrives with the relay issue)."""
