@@ -85,6 +85,9 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE VIRTUAL TABLE content_vocab USING fts5vocab(content, 'row');
 
+    -- Sessions the owner told us to forget: a later ingest of the same transcript leaves them out.
+    CREATE TABLE forgotten(session_id TEXT PRIMARY KEY, at TEXT NOT NULL) WITHOUT ROWID;
+
     -- Lines skipped by the last ingest of each file, for `stats` and the ingest report.
     CREATE TABLE problems(
         path TEXT NOT NULL,

@@ -1,0 +1,223 @@
+"""`Eywa`: the one facade over the memory core that the CLI, the MCP server, the hooks and the relay use."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from memory import index, store
+from memory.db import SCHEMA_VERSION, Database
+from memory.errors import HandoffFormatError, SessionNotFoundError, SourceUnreadableError
+from memory.handoff_format import from_markdown, to_markdown
+from memory.ingest import IngestReport, ProgressFn, extract_pending, ingest
+from memory.mirror import handoff_relpath, iter_handoff_files, remove_quietly, write_atomic
+from memory.redact import Redactor
+from memory.retrieval import ContentHit, ScoredHandoff, grounding_text, retrieve, search_content
+from memory.settings import MemorySettings
+
+__all__ = ["Eywa", "Grounding", "ImportReport", "SessionView"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Grounding:
+    results: list[ScoredHandoff]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    session: store.SessionRow | None
+    handoff: store.HandoffRow | None
+    subagents: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ImportReport:
+    imported: int = 0
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+
+
+class Eywa:
+    """Open with ``async with await Eywa.open(settings) as eywa`` or call :meth:`close`."""
+
+    def __init__(self, settings: MemorySettings, db: Database) -> None:
+        self.settings = settings
+        self.db = db
+        self.redactor = Redactor(settings.own_secrets)
+
+    @classmethod
+    async def open(cls, settings: MemorySettings) -> Eywa:
+        db = await Database.open(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
+        return cls(settings, db)
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    async def __aenter__(self) -> Eywa:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def ingest(
+        self,
+        paths: Sequence[Path] = (),
+        *,
+        force: bool = False,
+        extract: bool = True,
+        use_llm: bool | None = None,
+        progress: ProgressFn | None = None,
+    ) -> IngestReport:
+        return await ingest(
+            self.db, self.settings, paths, force=force, extract=extract, use_llm=use_llm, progress=progress
+        )
+
+    async def get(
+        self,
+        query: str = "",
+        *,
+        project: str | None = None,
+        days_back: float | None = None,
+        max_handoffs: int | None = None,
+        as_of: datetime | None = None,
+    ) -> Grounding:
+        """Startup grounding: the best handoffs for a query, as scored results and as quoted text."""
+        k = min(5, max_handoffs or self.settings.max_handoffs)
+        results = await retrieve(
+            self.db.conn,
+            query,
+            project=project,
+            days_back=days_back,
+            max_k=k,
+            as_of=as_of,
+            window_days=self.settings.window_days,
+        )
+        markdowns: dict[str, str] = {}
+        for r in results:
+            row = await store.get_handoff(self.db.conn, r.session_id)
+            if row is not None:
+                markdowns[r.session_id] = row.markdown
+        return Grounding(results, grounding_text(results, markdowns))
+
+    async def search(self, query: str, limit: int = 10) -> list[ContentHit]:
+        return await search_content(self.db.conn, query, limit)
+
+    async def show(self, session_id: str) -> SessionView:
+        session = await store.get_session(self.db.conn, session_id)
+        handoff = await store.get_handoff(self.db.conn, session_id)
+        if session is None and handoff is None:
+            raise SessionNotFoundError(session_id)
+        async with self.db.conn.execute(
+            "SELECT session_id FROM sessions WHERE parent_id = ? ORDER BY session_id", (session_id,)
+        ) as cur:
+            subagents = [str(r[0]) for r in await cur.fetchall()]
+        return SessionView(session, handoff, subagents)
+
+    async def extract(
+        self, session_id: str | None = None, *, transcript_path: Path | None = None, use_llm: bool | None = None
+    ) -> list[store.HandoffRow]:
+        """(Re-)extract handoffs for one session, or for every session of one transcript file."""
+        ids: list[str]
+        if transcript_path is not None:
+            if not transcript_path.is_file():
+                raise SourceUnreadableError(transcript_path, "no such file")
+            report = await self.ingest([transcript_path], extract=False)
+            if report.unreadable:
+                raise SourceUnreadableError(transcript_path, report.unreadable[0][1])
+            source = await store.get_source(self.db.conn, str(transcript_path.resolve()))
+            ids = list(source.session_ids) if source else []
+        elif session_id is not None:
+            if await store.get_session(self.db.conn, session_id) is None:
+                raise SessionNotFoundError(session_id)
+            ids = [session_id]
+        else:
+            raise ValueError("extract needs a session id or a transcript path")
+        await extract_pending(self.db, self.settings, IngestReport(), use_llm=use_llm, session_ids=ids)
+        rows = [await store.get_handoff(self.db.conn, sid) for sid in ids]
+        return [r for r in rows if r is not None]
+
+    async def list_handoffs(self, *, limit: int = 20, project: str | None = None) -> list[store.HandoffRow]:
+        return await store.list_handoffs(self.db.conn, limit=limit, project=project)
+
+    async def forget(self, session_id: str) -> list[str]:
+        """Remove a session, its handoff, its subagents, their index entries and mirror files."""
+        view = await self.show(session_id)
+        async with self.db.write() as conn:
+            removed = await store.delete_session(conn, session_id)
+            for sid in removed:
+                await index.unindex(conn, sid)
+                await index.unindex_content(conn, sid)
+        if view.handoff is not None:
+            remove_quietly(self.settings.handoffs_dir / handoff_relpath(session_id, view.handoff.date))
+        return removed
+
+    async def import_dir(self, root: Path) -> ImportReport:
+        """Adopt handoff files (this format or eywa-mcp's) from a folder tree; a file wins over the stored row."""
+        if not root.is_dir():
+            raise SourceUnreadableError(root, "not a folder")
+        report = ImportReport()
+        for path in iter_handoff_files(root):
+            try:
+                h = from_markdown(path.read_text(encoding="utf-8"), path=path)
+            except (HandoffFormatError, UnicodeDecodeError, OSError) as exc:
+                report.rejected.append((str(path), str(exc)))
+                continue
+            if h.source not in {"llm", "fallback", "correction"}:
+                h = replace(h, source="import")
+            markdown = self.redactor(to_markdown(h))
+            write_atomic(self.settings.handoffs_dir / handoff_relpath(h.session_id, h.date), markdown)
+            async with self.db.write() as conn:
+                ts = await store.put_handoff(conn, h, markdown=markdown, review="kept")
+                await index.index_handoff(conn, session_id=h.session_id, ts=ts, projects=h.projects,
+                                          keywords=h.keywords, substance=h.substance, kind=h.kind.value)
+            report.imported += 1
+        return report
+
+    async def export_dir(self, root: Path) -> int:
+        """Write every handoff as `root/YYYY/MM/DD/<session>.md` (the format `import_dir` reads)."""
+        n = 0
+        async with self.db.conn.execute("SELECT session_id, date, markdown FROM handoffs ORDER BY ts, session_id") as cur:
+            async for sid, date, markdown in cur:
+                write_atomic(root / handoff_relpath(str(sid), str(date)), str(markdown))
+                n += 1
+        return n
+
+    async def stats(self) -> dict[str, Any]:
+        conn = self.db.conn
+
+        async def scalar(sql: str) -> int:
+            async with conn.execute(sql) as cur:
+                row = await cur.fetchone()
+            return int(row[0]) if row and row[0] is not None else 0
+
+        kinds: dict[str, int] = {}
+        async with conn.execute("SELECT kind, count(*) FROM sessions GROUP BY kind ORDER BY kind") as cur:
+            for kind, n in await cur.fetchall():
+                kinds[str(kind)] = int(n)
+        extract: dict[str, int] = {}
+        async with conn.execute("SELECT extract_state, count(*) FROM sessions GROUP BY 1 ORDER BY 1") as cur:
+            for state, n in await cur.fetchall():
+                extract[str(state)] = int(n)
+        return {
+            "database": str(self.db.path),
+            "schema_version": SCHEMA_VERSION,
+            "sources": await scalar("SELECT count(*) FROM sources"),
+            "sessions": kinds,
+            "extraction": extract,
+            "handoffs": await scalar("SELECT count(*) FROM handoffs"),
+            "handoffs_indexed": await scalar("SELECT count(*) FROM handoffs WHERE indexed = 1"),
+            "project_terms": await scalar("SELECT count(*) FROM term_df WHERE field = 0"),
+            "keyword_terms": await scalar("SELECT count(*) FROM term_df WHERE field = 1"),
+            "postings": await scalar("SELECT count(*) FROM postings"),
+            "lines_skipped": await scalar("SELECT count(*) FROM problems"),
+            "forgotten": await scalar("SELECT count(*) FROM forgotten"),
+        }

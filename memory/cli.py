@@ -1,0 +1,390 @@
+"""`macupos memory …`: ingest, recall, inspect and maintain the Eywa memory."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable, Coroutine
+from datetime import UTC, datetime
+from functools import wraps
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import click
+
+from memory.errors import MemoryStoreError
+from memory.settings import MemorySettings
+
+__all__ = ["memory_group"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _settings(ctx: click.Context) -> MemorySettings:
+    obj = ctx.find_object(MemorySettings)
+    if obj is None:  # the edge (bot.cli) always sets it; this keeps the group usable on its own in tests
+        raise click.UsageError("memory settings were not provided")
+    return obj
+
+
+def _run(coro: Coroutine[Any, Any, R]) -> R:
+    try:
+        return asyncio.run(coro)
+    except MemoryStoreError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _parse_as_of(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise click.BadParameter(f"not an ISO-8601 date: {value}", param_hint="--as-of") from exc
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _with_eywa(fn: Callable[..., Awaitable[R]]) -> Callable[..., R]:
+    """Open Eywa for one command, close it afterwards, and turn memory errors into clear CLI errors."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> R:
+        from memory.api import Eywa
+
+        settings = _settings(click.get_current_context())
+
+        async def main() -> R:
+            eywa = await Eywa.open(settings)
+            try:
+                return await fn(eywa, *args, **kwargs)
+            finally:
+                await eywa.close()
+
+        return _run(main())
+
+    return wrapper
+
+
+@click.group()
+def memory_group() -> None:
+    """Eywa, the memory core: transcripts → markdown → handoffs → index → retrieval.
+
+    Data lives in $MACUPOS_HOME (default ~/.macupos): memory.db and the readable handoffs/ tree.
+    """
+
+
+@memory_group.command("ingest")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--force", is_flag=True, help="Re-render and re-extract even unchanged sessions.")
+@click.option("--no-llm", is_flag=True, help="Use the deterministic handoff extractor only.")
+@click.option("--no-extract", is_flag=True, help="Store and index transcripts; extract handoffs later.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@_with_eywa
+async def ingest_cmd(
+    eywa: Any, paths: tuple[Path, ...], force: bool, no_llm: bool, no_extract: bool, as_json: bool, quiet: bool
+) -> None:
+    """Ingest transcripts from PATHS (files or folders).
+
+    Without PATHS: Claude Code's projects folder ($CLAUDE_CONFIG_DIR/projects, default ~/.claude/projects)
+    and Codex's sessions folder ($CODEX_HOME/sessions, default ~/.codex/sessions).
+    """
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    show = not quiet and not as_json and sys.stderr.isatty()
+    with Progress(
+        "[progress.description]{task.description}", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+        disable=not show, transient=True,
+    ) as bar:
+        task = bar.add_task("ingesting", total=None)
+
+        def progress(done: int, total: int, path: str) -> None:
+            bar.update(task, completed=done, total=total, description=Path(path).name[:40])
+
+        report = await eywa.ingest(
+            list(paths), force=force, extract=not no_extract, use_llm=False if no_llm else None, progress=progress
+        )
+    summary = {
+        "files": report.files_seen,
+        "files_unchanged": report.files_unchanged,
+        "sessions_new": report.sessions_new,
+        "sessions_updated": report.sessions_updated,
+        "sessions_unchanged": report.sessions_unchanged,
+        "handoffs_extracted": report.handoffs_extracted,
+        "handoffs_by_llm": report.handoffs_llm,
+        "extraction_failed": report.extract_failed,
+        "bytes_read": report.bytes_read,
+        "lines_skipped": dict(sorted(report.lines_skipped.items())),
+        "unknown_types_skipped": dict(sorted(report.types_skipped.items())),
+        "missing": report.missing,
+        "unreadable": [{"path": p, "reason": r} for p, r in report.unreadable],
+    }
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, sort_keys=True))
+    else:
+        click.echo(
+            f"{report.files_seen} files ({report.files_unchanged} unchanged); sessions: {report.sessions_new} new, "
+            f"{report.sessions_updated} updated, {report.sessions_unchanged} unchanged; "
+            f"{report.handoffs_extracted} handoffs extracted ({report.handoffs_llm} by LLM, "
+            f"{report.extract_failed} failed)"
+        )
+        for reason, n in sorted(report.lines_skipped.items()):
+            click.echo(f"  skipped {n} line(s): {reason}")
+        for p in report.problems[:20]:
+            click.echo(f"    {p.path}:{p.line_no}: {p.reason}")
+        for kind, n in sorted(report.types_skipped.items()):
+            click.echo(f"  skipped {n} line(s) of unknown type {kind!r}")
+        for path in report.missing:
+            click.echo(f"  missing: {path}", err=True)
+        for path, reason in report.unreadable:
+            click.echo(f"  unreadable: {path}: {reason}", err=True)
+    if (report.missing or report.unreadable) and not report.files_seen:
+        raise click.ClickException("nothing could be read")
+
+
+@memory_group.command("get")
+@click.argument("query", required=False, default="")
+@click.option("--project", help="Project name (boosts and filters to that project).")
+@click.option("--days-back", type=float, help="Only handoffs from the last N days.")
+@click.option("--max", "max_k", type=click.IntRange(1, 5), default=5, show_default=True)
+@click.option("--as-of", help="Score as if now were this ISO-8601 time (reproducible results).")
+@click.option("--json", "as_json", is_flag=True, help="Print [{session_id, score, date, headline, projects, kind}].")
+@click.option("--explain", is_flag=True, help="Show matched terms, IDF and factors for every result.")
+@click.option("--queries", type=click.File("r"), help="JSON lines of {query, project, as_of, days_back, max}.")
+@_with_eywa
+async def get_cmd(
+    eywa: Any, query: str, project: str | None, days_back: float | None, max_k: int, as_of: str | None,
+    as_json: bool, explain: bool, queries: Any,
+) -> None:
+    """Print the grounding for QUERY: the best past handoffs, without frontmatter, joined by ---."""
+    from memory.retrieval import explain_text
+
+    if queries is not None:
+        for n, line in enumerate(queries, 1):
+            if not line.strip():
+                continue
+            try:
+                spec = json.loads(line)
+                if not isinstance(spec, dict):
+                    raise ValueError("not an object")
+            except ValueError as exc:
+                click.echo(json.dumps({"line": n, "error": f"invalid query line: {exc}"}))
+                continue
+            g = await eywa.get(
+                str(spec.get("query", "")), project=spec.get("project"), days_back=spec.get("days_back"),
+                max_handoffs=int(spec.get("max", max_k)), as_of=_parse_as_of(spec.get("as_of")),
+            )
+            click.echo(json.dumps({"query": spec.get("query", ""), "results": [_result_json(r) for r in g.results]}))
+        return
+    g = await eywa.get(query, project=project, days_back=days_back, max_handoffs=max_k, as_of=_parse_as_of(as_of))
+    if as_json:
+        click.echo(json.dumps([_result_json(r, explain) for r in g.results], indent=2))
+    elif explain:
+        click.echo(explain_text(g.results))
+    else:
+        click.echo(g.text)
+
+
+def _result_json(r: Any, explain: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "session_id": r.session_id,
+        "score": round(r.score, 6),
+        "date": r.date,
+        "headline": r.headline,
+        "projects": list(r.projects),
+        "kind": str(r.kind),
+    }
+    if explain:
+        from dataclasses import asdict
+
+        out["explain"] = asdict(r.explanation)
+    return out
+
+
+@memory_group.command("search")
+@click.argument("query")
+@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@_with_eywa
+async def search_cmd(eywa: Any, query: str, limit: int, as_json: bool) -> None:
+    """Detail recall over everything said in sessions (subagents included)."""
+    hits = await eywa.search(query, limit)
+    if as_json:
+        from dataclasses import asdict
+
+        click.echo(json.dumps([asdict(h) for h in hits], indent=2))
+        return
+    for h in hits:
+        parent = f" (subagent of {h.parent_id})" if h.parent_id else ""
+        click.echo(f"{h.session_id}{parent}  {h.score:.2f}\n    {h.snippet}")
+
+
+@memory_group.command("show")
+@click.argument("session_id")
+@click.option("--markdown", "what", flag_value="markdown", default=True, help="The rendered transcript (default).")
+@click.option("--handoff", "what", flag_value="handoff", help="The handoff file.")
+@_with_eywa
+async def show_cmd(eywa: Any, session_id: str, what: str) -> None:
+    """Print a session's deterministic markdown, or its handoff."""
+    view = await eywa.show(session_id)
+    if what == "handoff":
+        if view.handoff is None:
+            raise click.ClickException(f"session {session_id} has no handoff yet (try: macupos memory extract)")
+        click.echo(view.handoff.markdown, nl=False)
+    else:
+        if view.session is None:
+            raise click.ClickException(f"{session_id} was imported as a handoff only; try --handoff")
+        click.echo(view.session.markdown, nl=False)
+
+
+@memory_group.command("list")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
+@click.option("--project")
+@click.option("--json", "as_json", is_flag=True)
+@_with_eywa
+async def list_cmd(eywa: Any, limit: int, project: str | None, as_json: bool) -> None:
+    """Recent handoffs, newest first."""
+    rows = await eywa.list_handoffs(limit=limit, project=project)
+    if as_json:
+        click.echo(json.dumps([
+            {"session_id": r.session_id, "date": r.date, "headline": r.headline, "projects": list(r.projects),
+             "keywords": list(r.keywords), "substance": r.substance, "kind": str(r.kind), "source": r.source}
+            for r in rows
+        ], indent=2))
+        return
+    for r in rows:
+        click.echo(f"{r.date[:16]}  {r.session_id[:36]:36}  [{', '.join(r.projects)}] {r.headline}")
+
+
+@memory_group.command("stats")
+@click.option("--json", "as_json", is_flag=True)
+@_with_eywa
+async def stats_cmd(eywa: Any, as_json: bool) -> None:
+    """Counts: sources, sessions by kind, handoffs, index size, skipped lines."""
+    s = await eywa.stats()
+    if as_json:
+        click.echo(json.dumps(s, indent=2, sort_keys=True))
+        return
+    for key, value in s.items():
+        click.echo(f"{key}: {value}")
+
+
+@memory_group.command("forget")
+@click.argument("session_id")
+@_with_eywa
+async def forget_cmd(eywa: Any, session_id: str) -> None:
+    """Remove a session (and its subagents) from memory; later ingests leave it out."""
+    removed = await eywa.forget(session_id)
+    click.echo(f"forgot {len(removed)} session(s): {', '.join(removed)}")
+
+
+@memory_group.command("extract")
+@click.argument("session_id", required=False)
+@click.option("--transcript", "transcript_path", type=click.Path(path_type=Path))
+@click.option("--no-llm", is_flag=True)
+@_with_eywa
+async def extract_cmd(eywa: Any, session_id: str | None, transcript_path: Path | None, no_llm: bool) -> None:
+    """(Re-)extract the handoff of SESSION_ID or of every session in --transcript."""
+    if not session_id and not transcript_path:
+        raise click.UsageError("give a SESSION_ID or --transcript PATH")
+    rows = await eywa.extract(session_id, transcript_path=transcript_path, use_llm=False if no_llm else None)
+    for r in rows:
+        click.echo(f"{r.session_id}: {r.headline} ({r.source})")
+
+
+@memory_group.command("import")
+@click.argument("folder", type=click.Path(path_type=Path))
+@_with_eywa
+async def import_cmd(eywa: Any, folder: Path) -> None:
+    """Adopt handoff files from FOLDER (e.g. ~/.eywa/handoffs, or hand-edited files)."""
+    report = await eywa.import_dir(folder)
+    click.echo(f"imported {report.imported} handoff(s)")
+    for path, why in report.rejected:
+        click.echo(f"  rejected {path}: {why}", err=True)
+
+
+@memory_group.command("export")
+@click.argument("folder", type=click.Path(path_type=Path))
+@_with_eywa
+async def export_cmd(eywa: Any, folder: Path) -> None:
+    """Write every handoff as FOLDER/YYYY/MM/DD/<session>.md (the format `import` reads)."""
+    n = await eywa.export_dir(folder)
+    click.echo(f"exported {n} handoff(s) to {folder}")
+
+
+def _self_command() -> list[str]:
+    """How hooks and background jobs call this program again."""
+    return [sys.executable, "-m", "bot.cli"]
+
+
+@memory_group.group("hooks")
+def hooks_group() -> None:
+    """Install or remove the Claude Code SessionStart / SessionEnd hooks."""
+
+
+@hooks_group.command("install")
+@click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True)
+@click.option("--project-dir", type=click.Path(path_type=Path, file_okay=False), default=".")
+@click.pass_context
+def hooks_install(ctx: click.Context, scope: str, project_dir: Path) -> None:
+    """Merge our hooks into Claude Code's settings.json (a backup is made first; running twice is harmless)."""
+    from memory.hooks import install, settings_path_for
+
+    settings = _settings(ctx)
+    path = settings_path_for(scope, claude_config_dir=settings.claude_config_dir, project_dir=project_dir)  # type: ignore[arg-type]
+    try:
+        result = install(path, _self_command())
+    except MemoryStoreError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"{path}: {result}")
+
+
+@hooks_group.command("uninstall")
+@click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True)
+@click.option("--project-dir", type=click.Path(path_type=Path, file_okay=False), default=".")
+@click.pass_context
+def hooks_uninstall(ctx: click.Context, scope: str, project_dir: Path) -> None:
+    """Remove only our hooks from Claude Code's settings.json."""
+    from memory.hooks import settings_path_for, uninstall
+
+    settings = _settings(ctx)
+    path = settings_path_for(scope, claude_config_dir=settings.claude_config_dir, project_dir=project_dir)  # type: ignore[arg-type]
+    try:
+        result = uninstall(path, _self_command())
+    except MemoryStoreError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"{path}: {result}")
+
+
+@memory_group.command("hook", hidden=True)
+@click.argument("event", type=click.Choice(["session-start", "session-end"]))
+@click.pass_context
+def hook_cmd(ctx: click.Context, event: str) -> None:
+    """Entry point Claude Code calls; reads the hook JSON on stdin. Fails open: never blocks Claude."""
+    from memory.hooks import run_session_end, run_session_start
+
+    settings = _settings(ctx)
+    try:
+        payload = json.loads(sys.stdin.read() or "{}")
+    except ValueError:
+        payload = {}
+    if not isinstance(payload, dict):
+        payload = {}
+    if event == "session-start":
+        out = asyncio.run(run_session_start(settings, payload))
+        if out:
+            click.echo(out)
+    else:
+        run_session_end(settings, payload, detach_command=_self_command())
+
+
+@memory_group.command("mcp")
+@click.pass_context
+def mcp_cmd(ctx: click.Context) -> None:
+    """Serve the memory over MCP on stdio (tools eywa_get, eywa_search, eywa_show, eywa_extract)."""
+    from memory.mcp_server import serve_stdio
+
+    _run(serve_stdio(_settings(ctx)))
+

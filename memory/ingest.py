@@ -1,0 +1,304 @@
+"""The ingest pipeline: discover → parse (redacted) → render → store + content index → extract → index.
+
+Each transcript file is committed in one transaction together with its `sources` row, so a process
+killed mid-ingest leaves either the file's old state or its new one; sessions whose handoff is not yet
+extracted stay `pending` and are picked up by the next run. Extraction runs after all files are stored,
+with bounded concurrency, so a failed or slow extraction never blocks indexing of the transcript text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiosqlite
+
+from memory import index, store
+from memory.codex_rollout import parse_codex_file
+from memory.db import Database
+from memory.errors import ExtractionError, SourceUnreadableError
+from memory.handoff_format import to_markdown
+from memory.llm_extract import extract_handoff
+from memory.mirror import handoff_relpath, write_atomic
+from memory.models import Handoff, LineProblem, SessionKind, Transcript
+from memory.redact import Redactor
+from memory.render import render_markdown
+from memory.settings import MemorySettings
+from memory.sources import SourceFile, discover
+from memory.tokenize import tokenize
+from memory.transcript import parse_claude_file
+
+__all__ = ["IngestReport", "ProgressFn", "extract_pending", "ingest", "session_duration_min"]
+
+logger = logging.getLogger(__name__)
+
+ProgressFn = Callable[[int, int, str], None]  # (bytes done, bytes total, current path)
+_MAX_PROBLEMS_KEPT = 200
+
+
+@dataclass(slots=True)
+class IngestReport:
+    files_seen: int = 0
+    files_unchanged: int = 0
+    sessions_new: int = 0
+    sessions_updated: int = 0
+    sessions_unchanged: int = 0
+    handoffs_extracted: int = 0
+    handoffs_llm: int = 0
+    extract_failed: int = 0
+    bytes_read: int = 0
+    lines_skipped: Counter[str] = field(default_factory=Counter)  # reason -> count
+    types_skipped: Counter[str] = field(default_factory=Counter)  # unknown line type -> count
+    problems: list[LineProblem] = field(default_factory=list)  # the first few, for the report
+    missing: list[str] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    session_ids: list[str] = field(default_factory=list)  # sessions new or updated by this run
+
+    def add_problems(self, problems: Sequence[LineProblem]) -> None:
+        for p in problems:
+            self.lines_skipped[p.reason] += 1
+            if len(self.problems) < _MAX_PROBLEMS_KEPT:
+                self.problems.append(p)
+
+
+def session_duration_min(t: Transcript) -> float:
+    start, end = store.handoff_ts(t.started_at), store.handoff_ts(t.ended_at)
+    if not t.started_at or not t.ended_at or end < start:
+        return 0.0
+    return round((end - start) / 60.0, 2)
+
+
+def _file_digest(path: Path) -> tuple[int, int, str]:
+    st = path.stat()
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return st.st_size, st.st_mtime_ns, h.hexdigest()
+
+
+def _parse(src: SourceFile, redactor: Redactor, limit: int) -> list[Transcript]:
+    if src.kind == "codex":
+        return [parse_codex_file(src.path, redact=redactor, tool_output_limit=limit)]
+    return parse_claude_file(
+        src.path,
+        redact=redactor,
+        tool_output_limit=limit,
+        parent_hint=src.parent_hint,
+        agent_hint=src.agent_hint,
+    )
+
+
+async def ingest(
+    db: Database,
+    settings: MemorySettings,
+    paths: Sequence[Path] = (),
+    *,
+    force: bool = False,
+    extract: bool = True,
+    use_llm: bool | None = None,
+    progress: ProgressFn | None = None,
+) -> IngestReport:
+    """Ingest transcripts from `paths` (files or folders; none = Claude Code's and Codex's folders)."""
+    report = IngestReport()
+    found = discover(
+        list(paths),
+        claude_projects_dir=settings.claude_projects_dir,
+        codex_sessions_dir=settings.codex_sessions_dir,
+    )
+    report.missing = [str(p) for p in found.missing]
+    report.unreadable = [(str(p), why) for p, why in found.unreadable]
+    redactor = Redactor(settings.own_secrets)
+    sizes = {}
+    for src in found.files:
+        try:
+            sizes[src.path] = src.path.stat().st_size
+        except OSError as exc:
+            report.unreadable.append((str(src.path), exc.strerror or str(exc)))
+    total = sum(sizes.values())
+    done = 0
+    for src in found.files:
+        if src.path not in sizes:
+            continue
+        report.files_seen += 1
+        try:
+            await _ingest_file(db, settings, src, redactor, report, force=force)
+        except SourceUnreadableError as exc:
+            report.unreadable.append((str(exc.path), exc.reason))
+        done += sizes[src.path]
+        if progress:
+            progress(done, total, str(src.path))
+    if extract:
+        await extract_pending(db, settings, report, use_llm=use_llm, redactor=redactor)
+    return report
+
+
+async def _ingest_file(
+    db: Database, settings: MemorySettings, src: SourceFile, redactor: Redactor, report: IngestReport, *, force: bool
+) -> None:
+    key = str(src.path.resolve())
+    try:
+        size, mtime_ns, sha = await asyncio.to_thread(_file_digest, src.path)
+    except OSError as exc:
+        raise SourceUnreadableError(src.path, exc.strerror or str(exc)) from exc
+    old = await store.get_source(db.conn, key)
+    if old is not None and not force and old.sha256 == sha:
+        report.files_unchanged += 1
+        report.sessions_unchanged += len(old.session_ids)
+        return
+    try:
+        transcripts = await asyncio.to_thread(_parse, src, redactor, settings.tool_output_limit)
+    except OSError as exc:
+        raise SourceUnreadableError(src.path, exc.strerror or str(exc)) from exc
+    report.bytes_read += size
+    problems: list[LineProblem] = []
+    for t in transcripts:
+        problems.extend(t.problems)
+        report.types_skipped.update(t.skipped_types)
+    report.add_problems(problems)
+    rendered = [
+        (t, render_markdown(t, timezone=settings.timezone, tool_output_limit=settings.tool_output_limit))
+        for t in transcripts
+        if t.entries or t.summaries
+    ]
+    async with db.write() as conn:
+        for t, markdown in rendered:
+            if await store.is_forgotten(conn, t.session_id):
+                continue
+            content_sha = hashlib.sha256(markdown.encode()).hexdigest()
+            existing = await store.get_session(conn, t.session_id)
+            if existing is not None and existing.content_sha == content_sha and not force:
+                report.sessions_unchanged += 1
+                continue
+            if existing is None:
+                report.sessions_new += 1
+            else:
+                report.sessions_updated += 1
+            await store.put_session(
+                conn, t, markdown=markdown, content_sha=content_sha, duration_min=session_duration_min(t)
+            )
+            await index.index_content(conn, session_id=t.session_id, kind=t.kind.value, parent_id=t.parent_id,
+                                      body=markdown)
+            report.session_ids.append(t.session_id)
+        await store.put_problems(conn, key, problems)
+        await store.put_source(
+            conn,
+            store.SourceRow(key, size, mtime_ns, sha, tuple(t.session_id for t, _ in rendered), len(problems)),
+        )
+
+
+async def _idf_table(conn: aiosqlite.Connection, markdown: str) -> Callable[[str], float]:
+    """IDF over the stored sessions' content for the words of one session (the fallback's rarity signal)."""
+    words = sorted(set(tokenize(markdown)))[:5000]
+    async with conn.execute("SELECT count(*) FROM sessions") as cur:
+        row = await cur.fetchone()
+    n = int(row[0]) if row else 0
+    df: dict[str, int] = {}
+    for i in range(0, len(words), 500):
+        chunk = words[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        async with conn.execute(f"SELECT term, doc FROM content_vocab WHERE term IN ({marks})", chunk) as cur:
+            for term, doc in await cur.fetchall():
+                df[str(term)] = int(doc)
+
+    def idf(term: str) -> float:
+        return math.log((n + 1) / (df.get(term, 0) + 1)) + 1.0
+
+    return idf
+
+
+async def extract_pending(
+    db: Database,
+    settings: MemorySettings,
+    report: IngestReport,
+    *,
+    use_llm: bool | None = None,
+    redactor: Redactor | None = None,
+    session_ids: Sequence[str] | None = None,
+) -> None:
+    """Extract handoffs for pending sessions (or the given ones) with bounded concurrency."""
+    redactor = redactor or Redactor(settings.own_secrets)
+    wanted = list(session_ids) if session_ids is not None else await store.sessions_needing_extraction(db.conn)
+    if not wanted:
+        return
+    llm = settings.llm_enabled if use_llm is None else use_llm
+    gate = asyncio.Semaphore(settings.extract_concurrency)
+
+    async def one(session_id: str) -> None:
+        async with gate:
+            try:
+                h = await _extract_one(db, settings, session_id, use_llm=llm, redactor=redactor)
+            except (ExtractionError, OSError) as exc:
+                logger.warning("handoff extraction failed for %s: %s", session_id, exc)
+                report.extract_failed += 1
+                async with db.write() as conn:
+                    await store.set_extract_state(conn, session_id, "failed")
+                return
+            if h is not None:
+                report.handoffs_extracted += 1
+                report.handoffs_llm += h.source == "llm"
+
+    await asyncio.gather(*(one(sid) for sid in wanted))
+
+
+async def _extract_one(
+    db: Database, settings: MemorySettings, session_id: str, *, use_llm: bool, redactor: Redactor
+) -> Handoff | None:
+    row = await store.get_session(db.conn, session_id)
+    if row is None:
+        return None
+    t = await asyncio.to_thread(_reparse_for_extraction, row, redactor, settings.tool_output_limit)
+    if t is None:
+        # The source file is gone: extract from what the database holds (header only).
+        t = Transcript(session_id=row.session_id, kind=row.kind, source_path=row.source_path, parent_id=row.parent_id,
+                       cwd=row.cwd, git_branch=row.git_branch, title=row.title, model=row.model,
+                       started_at=row.started_at, ended_at=row.ended_at)
+    idf = await _idf_table(db.conn, row.markdown)
+    # Subagent runs get the deterministic handoff only: they never ground a session on their own,
+    # and an LLM call per 30-second ping would cost more than it tells.
+    h = await extract_handoff(
+        t,
+        row.markdown,
+        use_llm=use_llm and row.kind is not SessionKind.SUBAGENT,
+        model=settings.llm_model,
+        env=settings.claude_env,
+        timeout_s=settings.llm_timeout_s,
+        idf=idf,
+    )
+    h.session_id, h.kind, h.parent_id = row.session_id, row.kind, row.parent_id
+    if not h.date:
+        h.date = row.started_at
+    if not h.duration_min:
+        h.duration_min = row.duration_min
+    markdown = redactor(to_markdown(h))
+    write_atomic(settings.handoffs_dir / handoff_relpath(h.session_id, h.date), markdown)
+    async with db.write() as conn:
+        old = await store.get_handoff(conn, h.session_id)
+        ts = await store.put_handoff(conn, h, markdown=markdown, review=old.review if old else "pending")
+        await index.index_handoff(conn, session_id=h.session_id, ts=ts, projects=h.projects, keywords=h.keywords,
+                                  substance=h.substance, kind=h.kind.value)
+        await store.set_extract_state(conn, h.session_id, "done")
+    return h
+
+
+def _reparse_for_extraction(row: store.SessionRow, redactor: Redactor, limit: int) -> Transcript | None:
+    # Parsing again costs one more read of the file but keeps memory flat on large ingests.
+    path = Path(row.source_path)
+    if not path.is_file():
+        return None
+    found = discover([path], claude_projects_dir=path.parent, codex_sessions_dir=path.parent)
+    for src in found.files:
+        try:
+            parsed = _parse(src, redactor, limit)
+        except OSError:
+            return None
+        for t in parsed:
+            if t.session_id == row.session_id:
+                return t
+    return None

@@ -1,0 +1,294 @@
+"""Rows of the memory database: sources, sessions and handoffs. Index maintenance lives in `index.py`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import aiosqlite
+
+from memory.models import Handoff, LineProblem, SessionKind, Transcript
+
+__all__ = [
+    "HandoffRow",
+    "SessionRow",
+    "SourceRow",
+    "delete_session",
+    "get_handoff",
+    "get_session",
+    "get_source",
+    "handoff_ts",
+    "is_forgotten",
+    "list_handoffs",
+    "now_iso",
+    "put_handoff",
+    "put_problems",
+    "put_session",
+    "put_source",
+    "sessions_needing_extraction",
+    "set_extract_state",
+]
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def handoff_ts(date_iso: str) -> float:
+    """Epoch seconds of an ISO date; naive dates are taken as UTC, unparsable ones as 0."""
+    try:
+        parsed = datetime.fromisoformat(date_iso.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRow:
+    path: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    session_ids: tuple[str, ...]
+    lines_skipped: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    session_id: str
+    kind: SessionKind
+    parent_id: str
+    source_path: str
+    cwd: str
+    git_branch: str
+    title: str
+    model: str
+    started_at: str
+    ended_at: str
+    duration_min: float
+    n_entries: int
+    markdown: str
+    content_sha: str
+    extract_state: str
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffRow:
+    session_id: str
+    kind: SessionKind
+    parent_id: str
+    ts: float
+    date: str
+    duration_min: float
+    substance: int
+    headline: str
+    projects: tuple[str, ...]
+    keywords: tuple[str, ...]
+    markdown: str
+    source: str
+    review: str
+
+
+async def get_source(conn: aiosqlite.Connection, path: str) -> SourceRow | None:
+    async with conn.execute(
+        "SELECT path, size, mtime_ns, sha256, session_ids, lines_skipped FROM sources WHERE path = ?", (path,)
+    ) as cur:
+        row = await cur.fetchone()
+    if row is None:
+        return None
+    return SourceRow(row[0], row[1], row[2], row[3], tuple(json.loads(row[4])), row[5])
+
+
+async def put_source(conn: aiosqlite.Connection, row: SourceRow) -> None:
+    await conn.execute(
+        "INSERT OR REPLACE INTO sources(path, size, mtime_ns, sha256, session_ids, lines_skipped, ingested_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            row.path,
+            row.size,
+            row.mtime_ns,
+            row.sha256,
+            json.dumps(list(row.session_ids)),
+            row.lines_skipped,
+            now_iso(),
+        ),
+    )
+
+
+async def put_problems(conn: aiosqlite.Connection, path: str, problems: Sequence[LineProblem]) -> None:
+    await conn.execute("DELETE FROM problems WHERE path = ?", (path,))
+    await conn.executemany(
+        "INSERT OR REPLACE INTO problems(path, line_no, reason) VALUES (?, ?, ?)",
+        [(path, p.line_no, p.reason) for p in problems],
+    )
+
+
+_SESSION_COLS = (
+    "session_id, kind, parent_id, source_path, cwd, git_branch, title, model, started_at, ended_at,"
+    " duration_min, n_entries, markdown, content_sha, extract_state"
+)
+
+
+async def put_session(
+    conn: aiosqlite.Connection, t: Transcript, *, markdown: str, content_sha: str, duration_min: float
+) -> None:
+    """Insert or replace a session; its extraction becomes pending again."""
+    await conn.execute(
+        f"INSERT OR REPLACE INTO sessions({_SESSION_COLS}, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+        (
+            t.session_id,
+            t.kind.value,
+            t.parent_id,
+            t.source_path,
+            t.cwd,
+            t.git_branch,
+            t.title,
+            t.model,
+            t.started_at,
+            t.ended_at,
+            duration_min,
+            len(t.entries),
+            markdown,
+            content_sha,
+            now_iso(),
+        ),
+    )
+
+
+def _session(row: Any) -> SessionRow:
+    return SessionRow(
+        str(row[0]),
+        SessionKind(str(row[1])),
+        str(row[2]),
+        str(row[3]),
+        str(row[4]),
+        str(row[5]),
+        str(row[6]),
+        str(row[7]),
+        str(row[8]),
+        str(row[9]),
+        float(row[10]),
+        int(row[11]),
+        str(row[12]),
+        str(row[13]),
+        str(row[14]),
+    )
+
+
+async def get_session(conn: aiosqlite.Connection, session_id: str) -> SessionRow | None:
+    async with conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE session_id = ?", (session_id,)) as cur:
+        row = await cur.fetchone()
+    return _session(row) if row else None
+
+
+async def set_extract_state(conn: aiosqlite.Connection, session_id: str, state: str) -> None:
+    await conn.execute("UPDATE sessions SET extract_state = ? WHERE session_id = ?", (state, session_id))
+
+
+async def sessions_needing_extraction(conn: aiosqlite.Connection, limit: int = 10_000) -> list[str]:
+    async with conn.execute(
+        "SELECT session_id FROM sessions WHERE extract_state != 'done' ORDER BY started_at, session_id LIMIT ?",
+        (limit,),
+    ) as cur:
+        return [str(r[0]) for r in await cur.fetchall()]
+
+
+_HANDOFF_COLS = (
+    "session_id, kind, parent_id, ts, date, duration_min, substance, headline, projects, keywords,"
+    " markdown, source, review"
+)
+
+
+async def put_handoff(conn: aiosqlite.Connection, h: Handoff, *, markdown: str, review: str = "pending") -> float:
+    """Insert or replace a handoff row (not its postings); returns its timestamp."""
+    ts = handoff_ts(h.date)
+    await conn.execute(
+        f"INSERT OR REPLACE INTO handoffs({_HANDOFF_COLS}, indexed, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+        (
+            h.session_id,
+            h.kind.value,
+            h.parent_id,
+            ts,
+            h.date,
+            h.duration_min,
+            h.substance,
+            h.headline,
+            json.dumps(h.projects),
+            json.dumps(h.keywords),
+            markdown,
+            h.source,
+            review,
+            now_iso(),
+        ),
+    )
+    return ts
+
+
+def _handoff(row: Any) -> HandoffRow:
+    return HandoffRow(
+        str(row[0]),
+        SessionKind(str(row[1])),
+        str(row[2]),
+        float(row[3]),
+        str(row[4]),
+        float(row[5]),
+        int(row[6]),
+        str(row[7]),
+        tuple(json.loads(str(row[8]))),
+        tuple(json.loads(str(row[9]))),
+        str(row[10]),
+        str(row[11]),
+        str(row[12]),
+    )
+
+
+async def get_handoff(conn: aiosqlite.Connection, session_id: str) -> HandoffRow | None:
+    async with conn.execute(f"SELECT {_HANDOFF_COLS} FROM handoffs WHERE session_id = ?", (session_id,)) as cur:
+        row = await cur.fetchone()
+    return _handoff(row) if row else None
+
+
+async def list_handoffs(
+    conn: aiosqlite.Connection,
+    *,
+    limit: int = 20,
+    project: str | None = None,
+    include_subagents: bool = False,
+) -> list[HandoffRow]:
+    sql = f"SELECT {_HANDOFF_COLS} FROM handoffs"
+    where: list[str] = []
+    args: list[object] = []
+    if not include_subagents:
+        where.append("kind != 'subagent'")
+    if project:
+        where.append("EXISTS (SELECT 1 FROM json_each(handoffs.projects) WHERE json_each.value = ?)")
+        args.append(project)
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY ts DESC, session_id LIMIT ?"
+    args.append(limit)
+    async with conn.execute(sql, args) as cur:
+        return [_handoff(r) for r in await cur.fetchall()]
+
+
+async def delete_session(conn: aiosqlite.Connection, session_id: str) -> list[str]:
+    """Delete a session, its handoff and its subagents' rows; returns every id removed (index not included)."""
+    async with conn.execute("SELECT session_id FROM sessions WHERE parent_id = ?", (session_id,)) as cur:
+        ids = [session_id, *[str(r[0]) for r in await cur.fetchall()]]
+    for sid in ids:
+        await conn.execute("DELETE FROM sessions WHERE session_id = ?", (sid,))
+        await conn.execute("DELETE FROM handoffs WHERE session_id = ?", (sid,))
+        await conn.execute("INSERT OR REPLACE INTO forgotten(session_id, at) VALUES (?, ?)", (sid, now_iso()))
+    return ids
+
+
+async def is_forgotten(conn: aiosqlite.Connection, session_id: str) -> bool:
+    async with conn.execute("SELECT 1 FROM forgotten WHERE session_id = ?", (session_id,)) as cur:
+        return await cur.fetchone() is not None
