@@ -130,7 +130,7 @@ async def test_three_writer_processes_and_a_reader_lose_nothing(tmp_path: Path) 
     procs = [await spawn(_WRITER, str(path), f"w{i}", str(n)) for i in range(3)]
     procs.append(await spawn(_READER, str(path), str(3 * n)))
     outputs = await asyncio.wait_for(asyncio.gather(*(p.communicate() for p in procs)), timeout=240)
-    for proc, (out, err) in zip(procs, outputs, strict=True):
+    for proc, (_out, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err.decode()
         assert b"locked" not in err
     db = await Database.open(path)
