@@ -177,15 +177,24 @@ class Eywa:
             write_atomic(self.settings.handoffs_dir / handoff_relpath(h.session_id, h.date), markdown)
             async with self.db.write() as conn:
                 ts = await store.put_handoff(conn, h, markdown=markdown, review="kept")
-                await index.index_handoff(conn, session_id=h.session_id, ts=ts, projects=h.projects,
-                                          keywords=h.keywords, substance=h.substance, kind=h.kind.value)
+                await index.index_handoff(
+                    conn,
+                    session_id=h.session_id,
+                    ts=ts,
+                    projects=h.projects,
+                    keywords=h.keywords,
+                    substance=h.substance,
+                    kind=h.kind.value,
+                )
             report.imported += 1
         return report
 
     async def export_dir(self, root: Path) -> int:
         """Write every handoff as `root/YYYY/MM/DD/<session>.md` (the format `import_dir` reads)."""
         n = 0
-        async with self.db.conn.execute("SELECT session_id, date, markdown FROM handoffs ORDER BY ts, session_id") as cur:
+        async with self.db.conn.execute(
+            "SELECT session_id, date, markdown FROM handoffs ORDER BY ts, session_id"
+        ) as cur:
             async for sid, date, markdown in cur:
                 write_atomic(root / handoff_relpath(str(sid), str(date)), str(markdown))
                 n += 1

@@ -95,8 +95,12 @@ async def ingest_cmd(
 
     show = not quiet and not as_json and sys.stderr.isatty()
     with Progress(
-        "[progress.description]{task.description}", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-        disable=not show, transient=True,
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        disable=not show,
+        transient=True,
     ) as bar:
         task = bar.add_task("ingesting", total=None)
 
@@ -155,8 +159,15 @@ async def ingest_cmd(
 @click.option("--queries", type=click.File("r"), help="JSON lines of {query, project, as_of, days_back, max}.")
 @_with_eywa
 async def get_cmd(
-    eywa: Any, query: str, project: str | None, days_back: float | None, max_k: int, as_of: str | None,
-    as_json: bool, explain: bool, queries: Any,
+    eywa: Any,
+    query: str,
+    project: str | None,
+    days_back: float | None,
+    max_k: int,
+    as_of: str | None,
+    as_json: bool,
+    explain: bool,
+    queries: Any,
 ) -> None:
     """Print the grounding for QUERY: the best past handoffs, without frontmatter, joined by ---."""
     from memory.retrieval import explain_text
@@ -173,8 +184,11 @@ async def get_cmd(
                 click.echo(json.dumps({"line": n, "error": f"invalid query line: {exc}"}))
                 continue
             g = await eywa.get(
-                str(spec.get("query", "")), project=spec.get("project"), days_back=spec.get("days_back"),
-                max_handoffs=int(spec.get("max", max_k)), as_of=_parse_as_of(spec.get("as_of")),
+                str(spec.get("query", "")),
+                project=spec.get("project"),
+                days_back=spec.get("days_back"),
+                max_handoffs=int(spec.get("max", max_k)),
+                as_of=_parse_as_of(spec.get("as_of")),
             )
             click.echo(json.dumps({"query": spec.get("query", ""), "results": [_result_json(r) for r in g.results]}))
         return
@@ -248,11 +262,24 @@ async def list_cmd(eywa: Any, limit: int, project: str | None, as_json: bool) ->
     """Recent handoffs, newest first."""
     rows = await eywa.list_handoffs(limit=limit, project=project)
     if as_json:
-        click.echo(json.dumps([
-            {"session_id": r.session_id, "date": r.date, "headline": r.headline, "projects": list(r.projects),
-             "keywords": list(r.keywords), "substance": r.substance, "kind": str(r.kind), "source": r.source}
-            for r in rows
-        ], indent=2))
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "session_id": r.session_id,
+                        "date": r.date,
+                        "headline": r.headline,
+                        "projects": list(r.projects),
+                        "keywords": list(r.keywords),
+                        "substance": r.substance,
+                        "kind": str(r.kind),
+                        "source": r.source,
+                    }
+                    for r in rows
+                ],
+                indent=2,
+            )
+        )
         return
     for r in rows:
         click.echo(f"{r.date[:16]}  {r.session_id[:36]:36}  [{', '.join(r.projects)}] {r.headline}")
@@ -387,4 +414,3 @@ def mcp_cmd(ctx: click.Context) -> None:
     from memory.mcp_server import serve_stdio
 
     _run(serve_stdio(_settings(ctx)))
-

@@ -25,7 +25,7 @@ from memory.db import Database
 from memory.errors import ExtractionError, SourceUnreadableError
 from memory.handoff_format import to_markdown
 from memory.llm_extract import extract_handoff
-from memory.mirror import handoff_relpath, write_atomic
+from memory.mirror import handoff_relpath, sweep_stale_temp, write_atomic
 from memory.models import Handoff, LineProblem, SessionKind, Transcript
 from memory.redact import Redactor
 from memory.render import render_markdown
@@ -115,6 +115,7 @@ async def ingest(
     report.missing = [str(p) for p in found.missing]
     report.unreadable = [(str(p), why) for p, why in found.unreadable]
     redactor = Redactor(settings.own_secrets)
+    sweep_stale_temp(settings.handoffs_dir)
     sizes = {}
     for src in found.files:
         try:
@@ -183,14 +184,16 @@ async def _ingest_file(
             await store.put_session(
                 conn, t, markdown=markdown, content_sha=content_sha, duration_min=session_duration_min(t)
             )
-            await index.index_content(conn, session_id=t.session_id, kind=t.kind.value, parent_id=t.parent_id,
-                                      body=markdown)
+            await index.index_content(
+                conn, session_id=t.session_id, kind=t.kind.value, parent_id=t.parent_id, body=markdown
+            )
             report.session_ids.append(t.session_id)
         await store.put_problems(conn, key, problems)
         await store.put_source(
             conn,
             store.SourceRow(key, size, mtime_ns, sha, tuple(t.session_id for t, _ in rendered), len(problems)),
         )
+    logger.info("stored %s (%d sessions)", src.path, len(rendered))
 
 
 async def _idf_table(conn: aiosqlite.Connection, markdown: str) -> Callable[[str], float]:
@@ -256,9 +259,18 @@ async def _extract_one(
     t = await asyncio.to_thread(_reparse_for_extraction, row, redactor, settings.tool_output_limit)
     if t is None:
         # The source file is gone: extract from what the database holds (header only).
-        t = Transcript(session_id=row.session_id, kind=row.kind, source_path=row.source_path, parent_id=row.parent_id,
-                       cwd=row.cwd, git_branch=row.git_branch, title=row.title, model=row.model,
-                       started_at=row.started_at, ended_at=row.ended_at)
+        t = Transcript(
+            session_id=row.session_id,
+            kind=row.kind,
+            source_path=row.source_path,
+            parent_id=row.parent_id,
+            cwd=row.cwd,
+            git_branch=row.git_branch,
+            title=row.title,
+            model=row.model,
+            started_at=row.started_at,
+            ended_at=row.ended_at,
+        )
     idf = await _idf_table(db.conn, row.markdown)
     # Subagent runs get the deterministic handoff only: they never ground a session on their own,
     # and an LLM call per 30-second ping would cost more than it tells.
@@ -281,9 +293,17 @@ async def _extract_one(
     async with db.write() as conn:
         old = await store.get_handoff(conn, h.session_id)
         ts = await store.put_handoff(conn, h, markdown=markdown, review=old.review if old else "pending")
-        await index.index_handoff(conn, session_id=h.session_id, ts=ts, projects=h.projects, keywords=h.keywords,
-                                  substance=h.substance, kind=h.kind.value)
+        await index.index_handoff(
+            conn,
+            session_id=h.session_id,
+            ts=ts,
+            projects=h.projects,
+            keywords=h.keywords,
+            substance=h.substance,
+            kind=h.kind.value,
+        )
         await store.set_extract_state(conn, h.session_id, "done")
+    logger.info("extracted %s (%s)", h.session_id, h.source)
     return h
 
 

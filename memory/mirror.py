@@ -10,11 +10,12 @@ import contextlib
 import os
 import re
 import tempfile
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
-__all__ = ["handoff_relpath", "iter_handoff_files", "remove_quietly", "write_atomic"]
+__all__ = ["handoff_relpath", "iter_handoff_files", "remove_quietly", "sweep_stale_temp", "write_atomic"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -69,3 +70,17 @@ def iter_handoff_files(root: Path) -> Iterator[Path]:
     for path in sorted(root.rglob("*.md")):
         if path.is_file() and not path.name.startswith("."):
             yield path
+
+
+def sweep_stale_temp(root: Path, older_than_s: float = 600.0) -> int:
+    """Remove temp files a killed writer left behind (old enough that no live writer owns them)."""
+    if not root.is_dir():
+        return 0
+    cutoff = time.time() - older_than_s
+    removed = 0
+    for path in root.rglob(".*.tmp"):
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed += 1
+    return removed

@@ -1,0 +1,123 @@
+"""`macupos memory …` as a user runs it: a real subprocess, its exit code, stdout and stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def macupos(home: Path, *args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "ANTHROPIC_", "CLAUDE_"))},
+        "MACUPOS_HOME": str(home / "data"),
+        "CLAUDE_CONFIG_DIR": str(home / "claude"),
+        "CODEX_HOME": str(home / "codex"),
+        "HOME": str(home),
+        "MACUPOS_MEMORY_LLM": "0",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "memory", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+def test_ingest_then_get_show_list_stats(home: Path, transcripts: Path) -> None:
+    r = macupos(home, "ingest", str(transcripts), "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["sessions_new"] >= 15 and summary["lines_skipped"]
+
+    r = macupos(home, "list", "--json", "--limit", "100")
+    rows = json.loads(r.stdout)
+    assert any(row["session_id"] == "test-session-id" for row in rows)
+
+    r = macupos(home, "show", "test-session-id", "--markdown")
+    assert r.returncode == 0 and "hello world function" in r.stdout.lower()
+    again = macupos(home, "show", "test-session-id", "--markdown")
+    assert again.stdout == r.stdout
+
+    r = macupos(home, "show", "test-session-id", "--handoff")
+    assert r.returncode == 0 and r.stdout.startswith("---\n")
+
+    r = macupos(home, "get", "hello function", "--json", "--as-of", "2026-01-01T00:00:00Z", "--explain")
+    assert r.returncode == 0, r.stderr
+    results = json.loads(r.stdout)
+    assert results and set(results[0]) >= {"session_id", "score", "date", "headline", "projects", "kind"}
+
+    r = macupos(home, "get", "hello function", "--as-of", "2026-01-01T00:00:00Z")
+    assert r.returncode == 0 and "---" in r.stdout
+
+    r = macupos(home, "stats", "--json")
+    stats = json.loads(r.stdout)
+    assert stats["handoffs"] >= 15 and stats["schema_version"] >= 1
+
+
+def test_queries_file_answers_one_line_per_query(home: Path, transcripts: Path, tmp_path: Path) -> None:
+    assert macupos(home, "ingest", str(transcripts / "simonw"), "--quiet").returncode == 0
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text(
+        json.dumps({"query": "hello function", "as_of": "2026-01-01T00:00:00Z"})
+        + "\n"
+        + "not json\n"
+        + json.dumps({"query": "goodbye", "max": 1, "days_back": 10000})
+        + "\n"
+    )
+    r = macupos(home, "get", "--queries", str(qfile))
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(x) for x in r.stdout.splitlines()]
+    assert len(lines) == 3
+    assert lines[1]["error"].startswith("invalid query line")
+    assert len(lines[2]["results"]) <= 1
+
+
+def test_missing_path_is_a_clear_error(home: Path) -> None:
+    r = macupos(home, "ingest", str(home / "nope"))
+    assert r.returncode != 0
+    assert "missing" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_non_sqlite_database_is_a_clear_error(home: Path) -> None:
+    (home / "data").mkdir()
+    (home / "data" / "memory.db").write_text("not a database at all\n")
+    r = macupos(home, "stats")
+    assert r.returncode == 1
+    assert "not a Macupos memory database" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_newer_schema_is_a_clear_error(home: Path) -> None:
+    (home / "data").mkdir()
+    conn = sqlite3.connect(home / "data" / "memory.db")
+    conn.execute("PRAGMA user_version = 999")
+    conn.close()
+    r = macupos(home, "get", "anything")
+    assert r.returncode == 1
+    assert "newer than this Macupos understands" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_unknown_session_is_a_clear_error(home: Path) -> None:
+    r = macupos(home, "show", "no-such-session")
+    assert r.returncode == 1 and "no session or handoff" in r.stderr
+
+
+def test_bad_as_of_is_a_usage_error(home: Path) -> None:
+    r = macupos(home, "get", "x", "--as-of", "yesterday-ish")
+    assert r.returncode == 2 and "ISO-8601" in r.stderr

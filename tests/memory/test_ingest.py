@@ -1,0 +1,202 @@
+"""The ingest pipeline end to end over the shared fixtures: real files, a real SQLite database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from memory.api import Eywa
+from memory.settings import MemorySettings
+
+
+async def test_every_fixture_ingests_and_yields_handoffs(settings: MemorySettings, transcripts: Path) -> None:
+    async with await Eywa.open(settings) as eywa:
+        report = await eywa.ingest([transcripts], use_llm=False)
+        stats = await eywa.stats()
+    assert report.files_seen >= 20
+    assert not report.unreadable
+    assert report.sessions_new >= 15
+    assert report.extract_failed == 0
+    assert stats["sessions"].get("subagent", 0) >= 2
+    assert stats["handoffs"] == report.handoffs_extracted
+    assert report.lines_skipped  # the malformed fixtures are reported, not fatal
+    assert any(p.path.endswith("session-badjson.jsonl") and p.line_no == 2 for p in report.problems)
+    assert report.types_skipped.get("weird-new-type") == 1
+
+
+async def test_same_files_twice_change_nothing(settings: MemorySettings, transcripts: Path) -> None:
+    async with await Eywa.open(settings) as eywa:
+        await eywa.ingest([transcripts], use_llm=False)
+        before = await _snapshot(eywa)
+        again = await eywa.ingest([transcripts], use_llm=False)
+        after = await _snapshot(eywa)
+    assert again.sessions_new == 0 and again.sessions_updated == 0
+    assert again.files_unchanged == again.files_seen
+    assert again.handoffs_extracted == 0
+    assert before == after
+
+
+async def test_grown_file_updates_only_its_session(settings: MemorySettings, transcripts: Path) -> None:
+    path = transcripts / "simonw" / "sample_session.jsonl"
+    async with await Eywa.open(settings) as eywa:
+        await eywa.ingest([transcripts], use_llm=False)
+        line = {
+            "type": "user",
+            "timestamp": "2025-12-24T10:05:00.000Z",
+            "sessionId": "test-session-id",
+            "uuid": "msg-100",
+            "message": {"role": "user", "content": "Now add a farewell docstring"},
+        }
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(line) + "\n")
+        report = await eywa.ingest([transcripts], use_llm=False)
+        view = await eywa.show("test-session-id")
+    assert report.sessions_updated == 1 and report.sessions_new == 0
+    assert report.files_unchanged == report.files_seen - 1
+    assert report.handoffs_extracted == 1
+    assert view.session is not None and "farewell docstring" in view.session.markdown
+
+
+async def test_half_written_last_line_is_tolerated_then_completed(settings: MemorySettings, transcripts: Path) -> None:
+    path = transcripts / "simonw" / "sample_session.jsonl"
+    line = json.dumps(
+        {
+            "type": "user",
+            "timestamp": "2025-12-24T10:06:00.000Z",
+            "sessionId": "test-session-id",
+            "uuid": "msg-101",
+            "message": {"role": "user", "content": "live tail line"},
+        }
+    )
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(line[:40])  # the CLI is mid-write
+    async with await Eywa.open(settings) as eywa:
+        first = await eywa.ingest([path], use_llm=False)
+        assert first.sessions_new == 1
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(line[40:] + "\n")
+        second = await eywa.ingest([path], use_llm=False)
+        view = await eywa.show("test-session-id")
+    assert second.sessions_updated == 1
+    assert view.session is not None and "live tail line" in view.session.markdown
+
+
+async def test_subagents_are_linked_and_never_ground_alone(settings: MemorySettings, transcripts: Path) -> None:
+    async with await Eywa.open(settings) as eywa:
+        await eywa.ingest([transcripts / "daaain_new"], use_llm=False)
+        async with eywa.db.conn.execute(
+            "SELECT session_id, parent_id FROM sessions WHERE kind = 'subagent' ORDER BY session_id"
+        ) as cur:
+            subs = [tuple(r) for r in await cur.fetchall()]
+        grounding = await eywa.get("", as_of=None, days_back=100_000)
+        postings_of_subs = 0
+        for sid, _ in subs:
+            async with eywa.db.conn.execute("SELECT count(*) FROM postings WHERE session_id = ?", (sid,)) as cur:
+                row = await cur.fetchone()
+                postings_of_subs += row[0] if row else 0
+    assert subs, "the fixtures hold subagent runs"
+    assert all(parent for _, parent in subs)
+    assert postings_of_subs == 0
+    assert all(r.kind != "subagent" for r in grounding.results)
+
+
+async def test_secrets_never_reach_the_database_or_mirror(settings: MemorySettings, tmp_path: Path) -> None:
+    key = "sk-ant-api03-" + "A1b2C3d4E5f6G7h8I9j0" * 4
+    own = "correct-horse-battery-staple"
+    settings = MemorySettings(
+        home=settings.home,
+        claude_config_dir=settings.claude_config_dir,
+        codex_home=settings.codex_home,
+        llm_enabled=False,
+        own_secrets=(own,),
+    )
+    path = tmp_path / "secret.jsonl"
+    lines = [
+        {
+            "type": "user",
+            "uuid": "u1",
+            "sessionId": "sec",
+            "timestamp": "2026-01-01T00:00:00Z",
+            "cwd": "/srv/app",
+            "message": {"role": "user", "content": f"use ANTHROPIC_API_KEY={key} and the vault phrase {own}"},
+        },
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "sessionId": "sec",
+            "timestamp": "2026-01-01T00:01:00Z",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": "Bash",
+                        "input": {"command": f"curl https://deploy:{own}@example.test/x -H 'x-api-key: {key}'"},
+                    }
+                ],
+            },
+        },
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    async with await Eywa.open(settings) as eywa:
+        await eywa.ingest([path], use_llm=False)
+        export = tmp_path / "export"
+        await eywa.export_dir(export)
+    await _assert_absent(settings.db_path, [key, own])
+    for f in [*settings.handoffs_dir.rglob("*.md"), *export.rglob("*.md")]:
+        text = f.read_text()
+        assert key not in text and own not in text
+
+
+async def _assert_absent(db_path: Path, needles: list[str]) -> None:
+    for f in db_path.parent.glob(db_path.name + "*"):
+        blob = f.read_bytes()
+        for n in needles:
+            assert n.encode() not in blob, f"{n[:12]}… found in {f.name}"
+
+
+async def test_forget_removes_and_stays_forgotten(settings: MemorySettings, transcripts: Path) -> None:
+    async with await Eywa.open(settings) as eywa:
+        await eywa.ingest([transcripts / "simonw"], use_llm=False)
+        removed = await eywa.forget("test-session-id")
+        await eywa.ingest([transcripts / "simonw"], use_llm=False, force=True)
+        listed = [r.session_id for r in await eywa.list_handoffs(limit=100)]
+        hits = await eywa.search("hello world function")
+    assert "test-session-id" in removed
+    assert "test-session-id" not in listed
+    assert all(h.session_id != "test-session-id" for h in hits)
+    assert not list(settings.handoffs_dir.rglob("test-session-id.md"))
+
+
+async def test_export_then_import_round_trips(settings: MemorySettings, transcripts: Path, tmp_path: Path) -> None:
+    async with await Eywa.open(settings) as eywa:
+        await eywa.ingest([transcripts], use_llm=False)
+        n = await eywa.export_dir(tmp_path / "tree")
+        originals = {r.session_id: r.markdown for r in await eywa.list_handoffs(limit=1000)}
+    other = MemorySettings(
+        home=tmp_path / "other", claude_config_dir=tmp_path / "c2", codex_home=tmp_path / "x2", llm_enabled=False
+    )
+    async with await Eywa.open(other) as eywa2:
+        report = await eywa2.import_dir(tmp_path / "tree")
+        imported = {r.session_id: r for r in await eywa2.list_handoffs(limit=1000)}
+    assert report.imported == n and not report.rejected
+    assert set(originals) <= set(imported)
+    some = next(iter(originals))
+    assert imported[some].headline in originals[some]
+
+
+async def _snapshot(eywa: Eywa) -> list[object]:
+    queries = [
+        "SELECT session_id, content_sha, extract_state FROM sessions ORDER BY 1",
+        "SELECT session_id, markdown, ts FROM handoffs ORDER BY 1",
+        "SELECT path, sha256, session_ids FROM sources ORDER BY 1",
+        "SELECT * FROM postings ORDER BY 1, 2, 3, 4",
+        "SELECT * FROM term_df ORDER BY 1, 2",
+    ]
+    out: list[object] = []
+    for sql in queries:
+        async with eywa.db.conn.execute(sql) as cur:
+            out.append([tuple(r) for r in await cur.fetchall()])
+    return out
