@@ -1,6 +1,6 @@
 """Throughput of memory.redact.Redactor on typical transcript text (the shared fixtures, line by line).
 
-Run: .venv/bin/python bench/redact_speed.py [--repeat N]
+Run: .venv/bin/python -m bench.redact_speed [--repeat N] [--root DIR]
 """
 
 from __future__ import annotations

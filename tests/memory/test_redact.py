@@ -1,0 +1,260 @@
+"""Secret redaction: every kind is caught, ordinary text is left alone, and redaction is idempotent."""
+
+from __future__ import annotations
+
+import base64
+import json
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory.redact import MARKER_RE, Redactor
+
+from .conftest import TRANSCRIPTS
+
+R = Redactor()
+
+
+def _b64(obj: object) -> str:
+    return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+
+JWT = _b64({"alg": "HS256", "typ": "JWT"}) + "." + _b64({"sub": "1234567890"}) + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV"
+
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    "MIIEowIBAAKCAQEAxK1pWbZl8s0kJvTq3w4W\n"
+    "Zq9ab+/cdEFghij==\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        ("key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 ok", "sk-ant-api03", "anthropic-key"),
+        ("OPENAI sk-proj-AbCdEfGhIjKlMnOpQrStUvWx12 ok", "sk-proj-AbCd", "openai-key"),
+        ("legacy sk-AbCdEfGhIjKlMnOpQrStUvWx1234567890abcd", "sk-AbCd", "openai-key"),
+        ("aws AKIAIOSFODNN7EXAMPLE here", "AKIAIOSFODNN7EXAMPLE", "aws-access-key"),
+        ("gh ghp_" + "aB3" * 12 + " done", "ghp_", "github-token"),
+        ("pat github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "github_pat_", "github-token"),
+        ("slack xoxb-123456789012-abcdefABCDEF end", "xoxb-", "slack-token"),
+        ("stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc", "sk_live_", "stripe-key"),
+        ("google AIzaSyA-1234567890abcdefghijklmnopqrstu", "AIzaSy", "google-api-key"),
+        ("bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1 ok", "AAHdqTcv", "telegram-bot-token"),
+        ("token " + JWT, JWT, "jwt"),
+        ("curl -H 'Authorization: Bearer abc123def456ghi'", "abc123def456ghi", "bearer-token"),
+        ("Authorization: token 0123456789abcdefgh", "0123456789abcdefgh", "auth-header"),
+        ("header bearer ya29.a0AfH6SMBx3 sent", "ya29.a0AfH6SMBx3", "bearer-token"),
+        ("key file:\n" + PEM + "\nafter", "MIIEowIBAAKCAQEA", "private-key"),
+        ("API_KEY=abc123xyz", "abc123xyz", "env-assignment"),
+        ('export DB_PASSWORD="hunter2"', "hunter2", "env-assignment"),
+        ("SECRET_TOKEN: tok-987654", "tok-987654", "env-assignment"),
+        ('{"api_key": "zzzzqwerty12"}', "zzzzqwerty12", "env-assignment"),
+        ("client = Client(apiKey='Qw3rty!!x')", "Qw3rty!!x", "env-assignment"),
+        ('raw {"command":"export TOKEN=\\"abc-def-123\\" && run"}', "abc-def-123", "env-assignment"),
+    ],
+)
+def test_each_kind_of_secret_is_replaced_by_its_marker(text: str, secret: str, kind: str) -> None:
+    out = R(text)
+    assert secret not in out
+    assert f"[REDACTED:{kind}]" in out
+
+
+def test_private_key_block_is_removed_whole_and_text_after_it_kept() -> None:
+    out = R("before\n" + PEM + "\nafter")
+    assert out == "before\n[REDACTED:private-key]\nafter"
+
+
+def test_private_key_without_end_line_is_still_removed() -> None:
+    out = R("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\nAAAAAAAB")
+    assert "b3BlbnNz" not in out
+    assert "AAAAAAAB" not in out
+
+
+def test_cut_off_private_key_inside_escaped_json_is_removed_up_to_the_prose() -> None:
+    raw = '{"text": "-----BEGIN RSA PRIVATE KEY-----\\nProc-Type: 4,ENCRYPTED\\nMIIEvgIBADANBgkqhkiG9w0B\\nZq==\\n"} ok'
+    assert R(raw) == '{"text": "[REDACTED:private-key]\\n"} ok'
+
+
+def test_shared_transcript_fixtures_have_no_false_positives() -> None:
+    # The fixtures are scrubbed real sessions: code, paths, SHAs, UUIDs, usage counters, URLs.
+    for path in sorted(TRANSCRIPTS.rglob("*.json*")):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            assert R(line) == line, path
+
+
+def test_password_in_url_keeps_user_and_host() -> None:
+    out = R("connect postgres://admin:hunter22@db.example.com:5432/app")
+    assert out == "connect postgres://admin:[REDACTED:password-in-url]@db.example.com:5432/app"
+
+
+def test_url_password_references_and_placeholders_stay() -> None:
+    for text in ("https://${USER}:${PASS}@host", "https://user:<password>@host", "https://u:****@host"):
+        assert R(text) == text
+
+
+def test_own_secrets_are_replaced_anywhere_as_exact_substrings() -> None:
+    r = Redactor(["correct-horse-battery", "tiny"])
+    assert r("the phrase is xcorrect-horse-batteryx!") == "the phrase is x[REDACTED:own-secret]x!"
+    assert r("tiny words stay") == "tiny words stay"  # too short to be a configured secret
+
+
+def test_own_secret_that_also_occurs_inside_markers_is_replaced_only_outside_them() -> None:
+    r = Redactor(["REDACTED", "own-secret"])
+    out = r("plain REDACTED text own-secret")
+    assert out == "plain [REDACTED:own-secret] text [REDACTED:own-secret]"
+    assert r(out) == out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "def f(token: str, api_key: Optional[str] = None): password = get_password()",
+        "max_tokens=1000 sort_key=lambda x: x",
+        "the password is wrong. password: please enter it again",
+        "commit 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f is on main",
+        "id 123e4567-e89b-12d3-a456-426614174000",
+        "/usr/lib/python3.11/site-packages/detect_secrets/plugins/keyword.py",
+        "pip install scikit-learn; use sk-learn-compatible-estimator-module",
+        "PWD=/home/me/project",
+        '{"input_tokens": 25, "cache_creation_input_tokens": 0, "output_tokens": 120}',
+        "api_key = settings.api_key",
+        "token = make_token(user)",
+        "API_KEY=${API_KEY}",
+        "PASSWORD=changeme",
+        "The bearer of bad news",
+        "Authorization: Bearer $TOKEN",
+        "git@github.com:owner/repo.git and https://example.com/path?q=1",
+        'password: ""',
+        "Token::new(42) and key => value",
+    ],
+)
+def test_ordinary_text_is_left_alone(text: str) -> None:
+    assert R(text) == text
+
+
+def test_markers_are_never_redacted_again() -> None:
+    text = "API_KEY=[REDACTED:anthropic-key] and [REDACTED:password-in-url]: value123abc"
+    assert R(text) == text
+
+
+def test_a_typed_marker_prefix_does_not_shield_a_secret() -> None:
+    out = R("[REDACTED: AKIAIOSFODNN7EXAMPLE")
+    assert "AKIAIOSFODNN7EXAMPLE" not in out
+
+
+def test_redact_obj_walks_tool_inputs() -> None:
+    r = Redactor(["owner-value-1"])
+    value = {
+        "command": "curl -u x https://u:hunter22@h/ owner-value-1",
+        "env": {"PASSWORD": "hi there 1", "HOME": "/root"},
+        "args": ["AKIAIOSFODNN7EXAMPLE", 3, None, ("ghp_" + "x1" * 18,)],
+    }
+    out = r.redact_obj(value)
+    assert out == {
+        "command": "curl -u x https://u:[REDACTED:password-in-url]@h/ [REDACTED:own-secret]",
+        "env": {"PASSWORD": "[REDACTED:env-assignment]", "HOME": "/root"},
+        "args": ["[REDACTED:aws-access-key]", 3, None, ("[REDACTED:github-token]",)],
+    }
+    assert r.redact_obj(out) == out
+
+
+def test_text_without_candidates_is_returned_unchanged_and_identical() -> None:
+    text = "Hello Claude! Can you help me understand how Python decorators work?" * 100
+    assert R(text) is text
+
+
+# --- properties --------------------------------------------------------------------------------------
+
+_ALNUM = string.ascii_letters + string.digits
+_FRAGMENTS = [
+    "API_KEY=",
+    "password: ",
+    '"token": "',
+    "export SECRET=",
+    "://user:",
+    "@host",
+    "Bearer ",
+    "Authorization: ",
+    "[REDACTED:jwt]",
+    "[REDACTED:",
+    "]",
+    "sk-ant-",
+    "sk-",
+    "AKIA",
+    "ghp_",
+    "eyJ",
+    ":AA",
+    "-----BEGIN PRIVATE KEY-----",
+    "-----END PRIVATE KEY-----",
+    "\n",
+    " ",
+    "=",
+    '"',
+    "'",
+    "\\",
+]
+_texts = st.lists(
+    st.one_of(st.sampled_from(_FRAGMENTS), st.text(alphabet=_ALNUM + "-_.:/", max_size=40), st.text(max_size=10)),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_texts)
+def test_redaction_is_idempotent(text: str) -> None:
+    once = R(text)
+    assert R(once) == once
+
+
+def _chars(alphabet: str, n: int) -> st.SearchStrategy[str]:
+    return st.text(alphabet=alphabet, min_size=n, max_size=n)
+
+
+_UPPER_NUM = string.ascii_uppercase + string.digits
+_secrets = st.one_of(
+    _chars(_ALNUM + "_-", 40).map(lambda s: "sk-ant-api03-" + s),
+    _chars(_UPPER_NUM, 16).map(lambda s: "AKIA" + s),
+    _chars(_ALNUM, 36).map(lambda s: "ghp_" + s),
+    _chars(_ALNUM, 24).map(lambda s: "sk_live_" + s),
+    _chars(_ALNUM + "_-", 35).map(lambda s: "AIza" + s),
+    st.tuples(st.integers(10**8, 10**10 - 1), _chars(_ALNUM + "_-", 33)).map(lambda p: f"{p[0]}:AA{p[1]}"),
+    _chars(_ALNUM, 24).map(lambda s: "sk-proj-" + s + "Aa1"),
+    st.tuples(st.dictionaries(st.sampled_from("abcdef"), st.integers(), min_size=1), _chars(_ALNUM, 20)).map(
+        lambda p: _b64({"alg": "HS256"}) + "." + _b64(p[0]) + "." + p[1]
+    ),
+    _chars(_ALNUM, 20).map(lambda s: "xoxb-1234-" + s),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(max_size=60), _secrets, st.text(max_size=60))
+def test_an_inserted_secret_never_survives(before: str, secret: str, after: str) -> None:
+    out = R(f"{before} {secret} {after}")
+    assert secret not in out
+    assert R(out) == out
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(["API_KEY", "DB_PASSWORD", "SECRET_TOKEN", "aws_secret_access_key", "clientSecret"]),
+    st.sampled_from(["=", ": ", " = ", "="]),
+    st.sampled_from(['"', "'", ""]),
+    _chars(_ALNUM, 12).map(lambda s: s + "9x"),
+)
+def test_an_assigned_secret_never_survives(name: str, sep: str, quote: str, value: str) -> None:
+    out = R(f"config {name}{sep}{quote}{value}{quote}\nnext line")
+    assert value not in out
+    assert MARKER_RE.search(out)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=30), st.text(alphabet=_ALNUM + "-_!", min_size=6, max_size=20), st.text(max_size=30))
+def test_an_own_secret_never_survives(before: str, secret: str, after: str) -> None:
+    r = Redactor([secret])
+    out = r(before + secret + after)
+    assert secret not in MARKER_RE.sub("", out)
+    assert r(out) == out
