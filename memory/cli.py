@@ -56,11 +56,14 @@ def _with_eywa(fn: Callable[..., Awaitable[R]]) -> Callable[..., R]:
         settings = _settings(click.get_current_context())
 
         async def main() -> R:
+            from memory.llm_extract import finish_background
+
             eywa = await Eywa.open(settings)
             try:
                 return await fn(eywa, *args, **kwargs)
             finally:
                 await eywa.close()
+                await finish_background()  # a timed-out extraction's CLI is still being stopped
 
         return _run(main())
 

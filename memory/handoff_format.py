@@ -1,0 +1,342 @@
+"""``Handoff`` ↔ markdown with YAML frontmatter: the readable, hand-editable artifact of a session.
+
+Output is deterministic (sorted keys, fixed section order) and round-trips exactly. Input is lenient:
+files written by the public eywa-mcp project (``duration`` like ``"45m"``, ``## What Happened`` with
+free text, ``None.`` placeholders) and hand-edited files (missing optional fields, odd spacing) load
+with defaults. Unknown frontmatter keys and unknown body sections are kept in ``Handoff.extra`` and
+written back.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from memory.errors import HandoffFormatError
+from memory.models import Handoff, SessionKind
+
+__all__ = ["SECTIONS_KEY", "from_markdown", "normalize_keyword", "to_markdown"]
+
+# Key in Handoff.extra holding body sections we do not model ({title: text}); written to the body, not YAML.
+SECTIONS_KEY = "_sections"
+
+_SECTIONS: tuple[tuple[str, str], ...] = (
+    ("what_happened", "What happened"),
+    ("insights", "Insights"),
+    ("key_files", "Key files"),
+    ("open_threads", "Open threads"),
+)
+
+# Section titles of other writers (eywa-mcp, hand edits), compared after _slug().
+_SECTION_SYNONYMS: dict[str, str] = {
+    "what-happened": "what_happened",
+    "summary": "what_happened",
+    "progress": "what_happened",
+    "insights": "insights",
+    "decisions": "insights",
+    "learnings": "insights",
+    "corrections": "insights",
+    "decisions-and-insights": "insights",
+    "key-files": "key_files",
+    "files": "key_files",
+    "files-touched": "key_files",
+    "open-threads": "open_threads",
+    "open-loops": "open_threads",
+    "next-steps": "open_threads",
+    "todo": "open_threads",
+    "todos": "open_threads",
+}
+
+_KEY_SYNONYMS: dict[str, str] = {
+    "id": "session_id",
+    "session": "session_id",
+    "duration_minutes": "duration_min",
+    "duration": "duration_min",
+    "title": "headline",
+    "project": "projects",
+    "tags": "keywords",
+    "decisions": "insights",
+    "open_loops": "open_threads",
+    "files": "key_files",
+}
+
+_KNOWN_KEYS = frozenset(
+    {"session_id", "date", "duration_min", "model", "headline", "projects", "keywords", "substance", "kind"}
+    | {"parent_id", "source", "what_happened", "insights", "key_files", "open_threads"}
+)
+
+# Placeholders other writers put in empty sections.
+_EMPTY_MARKERS = frozenset({"none", "none.", "n/a", "-", "no meaningful work.", "no meaningful work"})
+
+_FRONTMATTER = re.compile(r"\A\ufeff?\s*---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
+_DATE_DIRS = re.compile(r"(\d{4})/(\d{2})/(\d{2})/[^/]+$")
+_DURATION = re.compile(
+    r"^\s*(?:(\d+(?:\.\d+)?)\s*h(?:ours?|rs?)?)?\s*(?:(\d+(?:\.\d+)?)\s*(?:m|min|mins|minutes?)?)?\s*$"
+)
+
+
+def normalize_keyword(s: str) -> str:
+    """``"parseClaudeFile"`` → ``"parse-claude-file"``, ``"BM25 Search"`` → ``"bm25-search"``.
+
+    Lowercase, camelCase split, every run of other characters one hyphen; idempotent.
+    """
+    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "-", s.strip())
+    return re.sub(r"[^a-z0-9]+", "-", s.lower()).strip("-")
+
+
+# -- writing ------------------------------------------------------------------------------------------
+
+
+def to_markdown(h: Handoff) -> str:
+    """The handoff as markdown: YAML frontmatter, ``# headline``, then one bullet list per section."""
+    front: dict[str, Any] = {k: v for k, v in h.extra.items() if k != SECTIONS_KEY}
+    front.update(
+        session_id=h.session_id,
+        date=h.date,
+        duration_min=h.duration_min,
+        model=h.model,
+        headline=h.headline,
+        projects=list(h.projects),
+        keywords=list(h.keywords),
+        substance=h.substance,
+        kind=h.kind.value,
+        parent_id=h.parent_id,
+        source=h.source,
+    )
+    yaml_text = yaml.safe_dump(front, sort_keys=True, allow_unicode=True, default_flow_style=False, width=10_000)
+    parts = [f"---\n{yaml_text}---\n", f"# {_one_line(h.headline)}\n"]
+    for attr, title in _SECTIONS:
+        items: list[str] = getattr(h, attr)
+        if items:
+            parts.append(f"## {title}\n\n" + "".join(_bullet(i) for i in items))
+    extra_sections = h.extra.get(SECTIONS_KEY)
+    if isinstance(extra_sections, Mapping):
+        for title, text in extra_sections.items():
+            parts.append(f"## {_one_line(str(title))}\n\n{str(text).strip()}\n")
+    return "\n".join(parts)
+
+
+def _one_line(s: str) -> str:
+    return " ".join(s.split())
+
+
+def _bullet(item: str) -> str:
+    lines = item.strip().splitlines() or [""]
+    return f"- {lines[0]}\n" + "".join(f"  {line}\n" if line.strip() else "\n" for line in lines[1:])
+
+
+# -- reading ------------------------------------------------------------------------------------------
+
+
+def from_markdown(text: str, *, path: Path | None = None, default_date: str | None = None) -> Handoff:
+    """Parse a handoff file (ours, eywa-mcp's, or hand-edited); raise ``HandoffFormatError`` on junk.
+
+    A missing ``session_id`` falls back to the file stem; a missing ``date`` to ``default_date``, then to the
+    ``YYYY/MM/DD`` folders of ``path``.
+    """
+    if "\x00" in text:
+        raise HandoffFormatError(path, "binary content")
+    m = _FRONTMATTER.match(text)
+    if m is None:
+        raise HandoffFormatError(path, "no YAML frontmatter (a file must start with '---')")
+    try:
+        loaded = yaml.safe_load(m.group(1))
+    except yaml.YAMLError as exc:
+        raise HandoffFormatError(path, f"invalid YAML frontmatter: {exc}") from exc
+    if loaded is None:
+        loaded = {}
+    if not isinstance(loaded, dict):
+        raise HandoffFormatError(path, "frontmatter is not a mapping")
+    front, extra = _canonical_keys(loaded)
+    title, sections, unknown_sections = _parse_body(text[m.end() :])
+
+    session_id = _text(front.get("session_id")) or (path.stem if path else "")
+    if not session_id:
+        raise HandoffFormatError(path, "no session_id and no file name to take it from")
+    headline = _text(front.get("headline")) or title
+    if not headline:
+        raise HandoffFormatError(path, "no headline (neither frontmatter 'headline' nor a '# ' title)")
+    date = _date(front.get("date")) or default_date or _date_from_path(path)
+    if not date and "date" not in front:
+        # An explicit empty date is a session without timestamps (ours write that); a missing one is junk.
+        raise HandoffFormatError(path, "no date")
+
+    lists: dict[str, list[str]] = {}
+    for attr, _ in _SECTIONS:
+        lists[attr] = sections.get(attr) or _section_field(front.get(attr))
+    if unknown_sections:
+        extra[SECTIONS_KEY] = unknown_sections
+    try:
+        kind = SessionKind(_text(front.get("kind")) or SessionKind.MAIN.value)
+    except ValueError as exc:
+        raise HandoffFormatError(path, f"unknown kind {front.get('kind')!r}") from exc
+    return Handoff(
+        session_id=session_id,
+        date=date,
+        headline=headline,
+        duration_min=_duration(front.get("duration_min"), path),
+        model=_text(front.get("model")),
+        projects=_list_field(front.get("projects")),
+        keywords=_list_field(front.get("keywords")),
+        substance=_substance(front.get("substance"), path),
+        what_happened=lists["what_happened"],
+        insights=lists["insights"],
+        key_files=lists["key_files"],
+        open_threads=lists["open_threads"],
+        kind=kind,
+        parent_id=_text(front.get("parent_id")),
+        source=_text(front.get("source")) or "import",
+        extra=extra,
+    )
+
+
+def _canonical_keys(loaded: Mapping[Any, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split frontmatter into known fields (synonyms mapped, our own names winning) and extra keys."""
+    front: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for raw_key, value in loaded.items():
+        key = str(raw_key)
+        if key in _KNOWN_KEYS:
+            front[key] = value
+    for raw_key, value in loaded.items():
+        key = str(raw_key)
+        if key in _KNOWN_KEYS:
+            continue
+        canonical = _KEY_SYNONYMS.get(key.strip().lower().replace("-", "_").replace(" ", "_"))
+        if canonical is not None and canonical not in front:
+            front[canonical] = value
+        else:
+            extra[key] = value
+    return front, extra
+
+
+def _parse_body(body: str) -> tuple[str, dict[str, list[str]], dict[str, str]]:
+    title = ""
+    sections: dict[str, list[str]] = {}
+    unknown: dict[str, str] = {}
+    current: str | None = None
+    buffer: list[str] = []
+
+    def flush() -> None:
+        if current is None:
+            return
+        attr = _SECTION_SYNONYMS.get(_slug(current))
+        if attr is not None:
+            sections.setdefault(attr, []).extend(_section_items("\n".join(buffer)))
+        elif "\n".join(buffer).strip():
+            unknown[current] = "\n".join(buffer).strip()
+
+    for line in body.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("# ") and not title and current is None:
+            title = _one_line(stripped[2:])
+        elif stripped.startswith("## "):
+            flush()
+            current, buffer = _one_line(stripped[3:]), []
+        elif current is not None:
+            buffer.append(line.rstrip())
+    flush()
+    return title, sections, unknown
+
+
+def _slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
+def _list_field(value: Any) -> list[str]:
+    """A YAML list field; a scalar is split on commas (hand edit: ``projects: a, b``)."""
+    if value is None:
+        return []
+    if isinstance(value, list | tuple):
+        out = [_text(v) for v in value]
+        return [v for v in out if v and v.lower() not in _EMPTY_MARKERS]
+    return _list_field(_text(value).split(","))
+
+
+def _section_field(value: Any) -> list[str]:
+    """A section-like field given in frontmatter: a YAML list, or text in the body's bullet form."""
+    if isinstance(value, list | tuple):
+        return _list_field(value)
+    return _section_items(_text(value))
+
+
+def _section_items(text: str) -> list[str]:
+    """Items of a section: bullets (indented lines continue one), else paragraphs (eywa-mcp's free text)."""
+    items: list[list[str]] = []
+    mode = ""  # "bullet" | "para" | ""
+    blanks = 0
+    for line in text.splitlines():
+        if not line.strip():
+            if mode == "para":
+                mode = ""
+            blanks += 1
+            continue
+        indented = line.startswith((" ", "\t"))
+        bullet = _BULLET.match(line)
+        if mode == "bullet" and indented:
+            items[-1].extend([""] * blanks)
+            items[-1].append((line[2:] if line.startswith("  ") else line.strip()).rstrip())
+        elif bullet:
+            items.append([bullet.group(1).strip()])
+            mode = "bullet"
+        elif mode == "para":
+            items[-1].append(line.strip())
+        else:
+            items.append([line.strip()])
+            mode = "para"
+        blanks = 0
+    joined = ("\n".join(lines).strip() for lines in items)
+    return [j for j in joined if j and j.lower() not in _EMPTY_MARKERS]
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    return str(value).strip()
+
+
+def _date(value: Any) -> str:
+    if isinstance(value, dt.datetime) and value.tzinfo is None:
+        # A timestamp written without an offset is taken as UTC, so every date carries one.
+        return value.replace(tzinfo=dt.UTC).isoformat()
+    return _text(value)
+
+
+def _date_from_path(path: Path | None) -> str:
+    if path is None:
+        return ""
+    m = _DATE_DIRS.search(path.as_posix())
+    return f"{m.group(1)}-{m.group(2)}-{m.group(3)}" if m else ""
+
+
+def _duration(value: Any, path: Path | None) -> float:
+    if value is None or value == "":
+        return 0.0
+    if isinstance(value, bool):
+        raise HandoffFormatError(path, f"invalid duration {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    m = _DURATION.match(str(value).lower())
+    if m is None or not (m.group(1) or m.group(2)):
+        raise HandoffFormatError(path, f"invalid duration {value!r}")
+    return float(m.group(1) or 0) * 60 + float(m.group(2) or 0)
+
+
+def _substance(value: Any, path: Path | None) -> int:
+    if value is None or value == "":
+        return 1
+    try:
+        n = int(str(value).strip())
+    except ValueError as exc:
+        raise HandoffFormatError(path, f"invalid substance {value!r}") from exc
+    if n not in (0, 1, 2):
+        raise HandoffFormatError(path, f"substance must be 0, 1 or 2, not {n}")
+    return n

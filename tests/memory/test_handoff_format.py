@@ -1,0 +1,237 @@
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+import yaml
+
+from memory.errors import HandoffFormatError
+from memory.handoff_format import SECTIONS_KEY, from_markdown, normalize_keyword, to_markdown
+from memory.models import Handoff, SessionKind
+
+
+def full_handoff() -> Handoff:
+    return Handoff(
+        session_id="3f2a-77",
+        date="2025-06-01T10:00:00+00:00",
+        headline="Teach the parser sidechains: ünïcode — and colons",
+        duration_min=42.5,
+        model="claude-opus-4-5",
+        projects=["macupos", "eywa-mcp"],
+        keywords=["parse-claude-file", "sidechain", "bm25-search"],
+        substance=2,
+        what_happened=["Split inline sidechains", "Kept two lines\nin one item\n\n  with an indented third"],
+        insights=["**wrong belief** -> **truth**"],
+        key_files=["memory/transcript.py", "tests/memory/test_transcript.py"],
+        open_threads=["golden tests for the loglines form"],
+        kind=SessionKind.SUBAGENT,
+        parent_id="parent-1",
+        source="llm",
+        extra={"reviewer": "nick", "tags": [1, 2], SECTIONS_KEY: {"Notes": "free text\n\nsecond paragraph"}},
+    )
+
+
+def test_round_trip_is_exact_for_a_full_handoff() -> None:
+    h = full_handoff()
+    assert from_markdown(to_markdown(h)) == h
+
+
+def test_round_trip_is_exact_for_a_minimal_handoff_and_omits_empty_sections() -> None:
+    h = Handoff(session_id="s1", date="2025-01-02T03:04:05+00:00", headline="Nothing much happened here")
+    text = to_markdown(h)
+    assert "## " not in text
+    assert from_markdown(text) == h
+
+
+def test_output_is_deterministic_with_sorted_frontmatter() -> None:
+    h = full_handoff()
+    other = full_handoff()
+    other.extra = dict(reversed(list(h.extra.items())))
+    assert to_markdown(h) == to_markdown(other)
+    front = to_markdown(h).split("---\n")[1]
+    keys = [line.split(":")[0] for line in front.splitlines() if line and not line.startswith(("-", " "))]
+    assert keys == sorted(keys)
+
+
+def test_body_has_headline_and_sections_in_fixed_order() -> None:
+    text = to_markdown(full_handoff())
+    body = text.split("---\n", 2)[2]
+    titles = [line for line in body.splitlines() if line.startswith("#")]
+    assert titles == [
+        "# Teach the parser sidechains: ünïcode — and colons",
+        "## What happened",
+        "## Insights",
+        "## Key files",
+        "## Open threads",
+        "## Notes",
+    ]
+    assert "- memory/transcript.py\n" in body
+
+
+EYWA_FILE = """---
+session_id: 9b1c2d3e-aaaa-bbbb-cccc-1234567890ab
+date: 2025-03-04
+duration: "1h 5m"
+model: claude-sonnet-4-5
+headline: "Ship BM25 search: index rebuild"
+projects: [sorbent, pratchett-os]
+keywords: [bm25-search, eywa-handoff, sorbent-benchmark-v4]
+substance: 2
+---
+
+# Ship BM25 search: index rebuild
+
+## What Happened
+- Rebuilt the BM25 index after the schema change
+- Benchmarked against v3
+  (numbers in the notes)
+
+## Insights
+**Stemming** -- hurts recall on identifiers, so it is off.
+
+## Key Files
+- sorbent/index.py
+- bench/run.py
+
+## Open Threads
+None.
+"""
+
+
+def test_eywa_mcp_file_is_adopted() -> None:
+    h = from_markdown(EYWA_FILE)
+    assert h.session_id == "9b1c2d3e-aaaa-bbbb-cccc-1234567890ab"
+    assert h.date == "2025-03-04"
+    assert h.duration_min == 65.0
+    assert h.headline == "Ship BM25 search: index rebuild"
+    assert h.projects == ["sorbent", "pratchett-os"]
+    assert h.keywords == ["bm25-search", "eywa-handoff", "sorbent-benchmark-v4"]
+    assert h.substance == 2
+    assert h.what_happened == [
+        "Rebuilt the BM25 index after the schema change",
+        "Benchmarked against v3\n(numbers in the notes)",
+    ]
+    assert h.insights == ["**Stemming** -- hurts recall on identifiers, so it is off."]
+    assert h.key_files == ["sorbent/index.py", "bench/run.py"]
+    assert h.open_threads == []
+    assert h.source == "import"
+    assert h.kind is SessionKind.MAIN
+    assert h.extra == {}
+    # Adopted once, it is ours: exact from then on.
+    assert from_markdown(to_markdown(h)) == h
+
+
+def test_eywa_substance_zero_placeholder_gives_empty_lists() -> None:
+    text = "---\nsession_id: abcd\ndate: 2025-03-04\nheadline: Said hello only\nsubstance: 0\n---\n\n"
+    text += "# Said hello only\n\nNo meaningful work.\n"
+    h = from_markdown(text)
+    assert (h.substance, h.what_happened, h.open_threads) == (0, [], [])
+
+
+def test_synonym_keys_and_sections_map_to_our_fields() -> None:
+    text = """---
+session_id: s-syn
+date: 2025-03-04T10:00:00+02:00
+duration_minutes: 12
+headline: Decide the retry policy
+open_loops: [wire the retry into ingest]
+---
+
+## Decisions
+- one retry, then the fallback
+
+## Files
+- memory/llm_extract.py
+"""
+    h = from_markdown(text)
+    assert h.duration_min == 12.0
+    assert h.date == "2025-03-04T10:00:00+02:00"
+    assert h.open_threads == ["wire the retry into ingest"]
+    assert h.insights == ["one retry, then the fallback"]
+    assert h.key_files == ["memory/llm_extract.py"]
+    assert h.extra == {}
+
+
+def test_hand_edited_file_loads_with_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "handoffs" / "2025" / "07" / "09" / "hand-made.md"
+    text = """
+---
+projects: macupos, eywa
+custom_note:   keep me
+---
+#   Fixed the   flaky hook test
+
+##   what happened
+*   made the hook test wait on the file, not a sleep
+
+*  documented why
+"""
+    h = from_markdown(text, path=path)
+    assert h.session_id == "hand-made"
+    assert h.date == "2025-07-09"
+    assert h.headline == "Fixed the flaky hook test"
+    assert h.projects == ["macupos", "eywa"]
+    assert h.what_happened == ["made the hook test wait on the file, not a sleep", "documented why"]
+    assert (h.substance, h.duration_min, h.model, h.kind, h.source) == (1, 0.0, "", SessionKind.MAIN, "import")
+    assert h.extra == {"custom_note": "keep me"}
+
+
+def test_missing_date_uses_the_given_default() -> None:
+    h = from_markdown("---\nsession_id: x1\nheadline: Some work was done\n---\n", default_date="2024-12-31")
+    assert h.date == "2024-12-31"
+
+
+def test_unknown_frontmatter_keys_are_written_back() -> None:
+    h = from_markdown("---\nsession_id: x1\ndate: 2025-01-01\nheadline: Keep odd keys\nreview: kept\nscore: 3\n---\n")
+    assert h.extra == {"review": "kept", "score": 3}
+    front = yaml.safe_load(to_markdown(h).split("---\n")[1])
+    assert front["review"] == "kept" and front["score"] == 3
+
+
+def test_unquoted_yaml_timestamps_become_iso_strings() -> None:
+    h = from_markdown("---\nsession_id: x1\ndate: 2025-01-01 10:00:00\nheadline: Timestamps\nseen: 2025-01-02\n---\n")
+    assert h.date == "2025-01-01T10:00:00+00:00"
+    assert h.extra == {"seen": dt.date(2025, 1, 2)}
+    assert from_markdown(to_markdown(h)) == h
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "just some notes, no frontmatter\n",
+        "---\nsession_id: [unclosed\n---\n",
+        "---\n- a\n- list\n---\n",
+        "---\nsession_id: a\ndate: 2025-01-01\nheadline: x y\nsubstance: 5\n---\n",
+        "---\nsession_id: a\ndate: 2025-01-01\nheadline: x y\nsubstance: lots\n---\n",
+        "---\nsession_id: a\ndate: 2025-01-01\nheadline: x y\nduration: forever\n---\n",
+        "---\nsession_id: a\ndate: 2025-01-01\nheadline: x y\nkind: robot\n---\n",
+        "---\nsession_id: a\ndate: 2025-01-01\n---\n\nno title\n",
+        "---\nsession_id: a\nheadline: no date anywhere\n---\n",
+        "---\nsession_id: a\x00\x00\n---\n",
+    ],
+)
+def test_junk_raises_handoff_format_error(text: str) -> None:
+    with pytest.raises(HandoffFormatError):
+        from_markdown(text)
+
+
+def test_missing_session_id_without_a_path_is_an_error() -> None:
+    with pytest.raises(HandoffFormatError, match="session_id"):
+        from_markdown("---\ndate: 2025-01-01\nheadline: Orphan file\n---\n")
+
+
+@pytest.mark.parametrize(
+    ("raw", "want"),
+    [
+        ("parseClaudeFile", "parse-claude-file"),
+        ("BM25 Search", "bm25-search"),
+        ("HTTPServer_v2", "http-server-v2"),
+        ("  --eywa_handoff--  ", "eywa-handoff"),
+        ("Telegram Voice-Notes!", "telegram-voice-notes"),
+    ],
+)
+def test_normalize_keyword_is_lowercase_hyphenated_and_idempotent(raw: str, want: str) -> None:
+    assert normalize_keyword(raw) == want
+    assert normalize_keyword(want) == want
