@@ -345,7 +345,10 @@ async def export_cmd(eywa: Any, folder: Path) -> None:
 
 
 def _self_command() -> list[str]:
-    """How hooks and background jobs call this program again."""
+    """How hooks and background jobs call this program again, from any working folder."""
+    script = Path(sys.executable).parent / "macupos"
+    if script.is_file():
+        return [str(script)]
     return [sys.executable, "-m", "bot.cli"]
 
 

@@ -15,14 +15,15 @@ from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
-
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKError, ResultMessage, query
+from typing import TYPE_CHECKING, Any, cast
 
 from memory.errors import ExtractionError
 from memory.extract import base_handoff, extract_fallback
 from memory.handoff_format import normalize_keyword
 from memory.models import Handoff, Transcript
+
+if TYPE_CHECKING:
+    from claude_agent_sdk import ClaudeAgentOptions
 
 __all__ = ["HANDOFF_SCHEMA", "SYSTEM_PROMPT", "extract_handoff", "extract_with_llm", "finish_background"]
 
@@ -94,6 +95,9 @@ def _prompt(t: Transcript, base: Handoff, markdown: str, max_input_chars: int) -
 
 
 def _options(model: str, env: Mapping[str, str], cwd: Path) -> ClaudeAgentOptions:
+    # Imported here: the SDK costs ~1.4 s to import, and hooks and --no-llm runs never need it.
+    from claude_agent_sdk import ClaudeAgentOptions
+
     return ClaudeAgentOptions(
         model=model,
         system_prompt=SYSTEM_PROMPT,
@@ -111,6 +115,8 @@ def _options(model: str, env: Mapping[str, str], cwd: Path) -> ClaudeAgentOption
 
 async def _ask(prompt: str, options: ClaudeAgentOptions) -> Any:
     """The structured output of one query; ``ValueError`` when there is none."""
+    from claude_agent_sdk import ClaudeSDKError, ResultMessage, query
+
     result: ResultMessage | None = None
     failure = ""
     try:
