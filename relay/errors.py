@@ -1,0 +1,37 @@
+"""One rooted error hierarchy for the relay; every error carries the fields a caller needs."""
+
+from __future__ import annotations
+
+__all__ = ["CodexError", "RelayError", "RelayTimeoutError", "SessionError"]
+
+
+class RelayError(Exception):
+    """Base of every error the relay raises on purpose."""
+
+
+class SessionError(RelayError):
+    """A Claude Code session failed (the CLI died, the API answered garbage, …)."""
+
+    def __init__(self, message: str, *, session_id: str = "", stderr_tail: str = "") -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.stderr_tail = stderr_tail
+
+
+class CodexError(RelayError):
+    """A Codex turn failed."""
+
+    def __init__(self, message: str, *, thread_id: str = "", stage: str = "") -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.stage = stage
+
+
+class RelayTimeoutError(RelayError):
+    """A run passed its deadline or went idle too long; the process group was killed."""
+
+    def __init__(self, message: str, *, kind: str, limit_s: float, session_id: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind  # "deadline" | "idle"
+        self.limit_s = limit_s
+        self.session_id = session_id

@@ -1,0 +1,108 @@
+"""The relay's own event types. SDK messages are translated into these at the boundary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "HandoffReady",
+    "PermissionRequest",
+    "RelayEvent",
+    "SessionResult",
+    "StageEnd",
+    "StageStart",
+    "TextDelta",
+    "ToolEnd",
+    "ToolStart",
+    "Usage",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None  # None when the engine does not report a price
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """Assistant text (a whole text block of one assistant message)."""
+
+    session_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStart:
+    session_id: str
+    tool_use_id: str
+    name: str
+    input: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEnd:
+    session_id: str
+    tool_use_id: str
+    is_error: bool = False
+    summary: str = ""  # the first line of the result, for a progress line
+
+
+@dataclass(frozen=True, slots=True)
+class StageStart:
+    run_id: str
+    stage: str  # research | plan | audit | execute | review | fix
+    engine: str  # claude | codex
+    model: str
+    round: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class StageEnd:
+    run_id: str
+    stage: str
+    engine: str
+    model: str
+    duration_s: float
+    usage: Usage
+    artifact: str = ""  # path of the stage's markdown artifact
+    thread_id: str = ""  # Codex thread or Claude session id
+    ok: bool = True
+    round: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionRequest:
+    session_id: str
+    tool_name: str
+    input: dict[str, Any]
+    request_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionResult:
+    session_id: str
+    answer: str
+    turns: int
+    duration_s: float
+    usage: Usage
+    subtype: str = "success"  # success | error_during_execution | error_max_turns | interrupted | timeout
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffReady:
+    session_id: str
+    headline: str
+    markdown: str
+
+
+RelayEvent = TextDelta | ToolStart | ToolEnd | StageStart | StageEnd | PermissionRequest | SessionResult | HandoffReady
