@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from memory.api import Eywa
 from memory.settings import MemorySettings
@@ -200,3 +205,27 @@ async def _snapshot(eywa: Eywa) -> list[object]:
         async with eywa.db.conn.execute(sql) as cur:
             out.append([tuple(r) for r in await cur.fetchall()])
     return out
+
+
+@pytest.mark.slow
+def test_100_mb_transcript_ingests_within_300_mb_rss(tmp_path: Path) -> None:
+    from bench.synth_transcript import write_transcript
+
+    big = tmp_path / "big.jsonl"
+    write_transcript(big, 100 * 1024 * 1024)
+    code = (
+        "import resource, sys\n"
+        "from bot.cli import main\n"
+        "try:\n"
+        "    main(['memory', 'ingest', sys.argv[1], '--quiet', '--no-llm'])\n"
+        "except SystemExit as e:\n"
+        "    assert not e.code, e.code\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+    )
+    env = {**os.environ, "MACUPOS_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(big)], env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    peak_mb = int(out.stdout.split()[-1])
+    assert peak_mb <= 300, f"peak RSS {peak_mb} MB"
