@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 
 import click
 
 from memory.cli import memory_group
 from memory.settings import MemorySettings
+from relay.cli import SETTINGS_KEY, relay_group
+from relay.settings import RelaySettings, read_config_toml
 
 __all__ = ["main"]
 
@@ -25,10 +28,19 @@ def main(ctx: click.Context, verbose: int) -> None:
     """
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    ctx.obj = MemorySettings.from_env(os.environ)
+    memory = MemorySettings.from_env(os.environ)
+    ctx.obj = memory
+
+    def relay_settings() -> RelaySettings:
+        config = os.environ.get("MACUPOS_CONFIG") or str(memory.home / "config.toml")
+        return RelaySettings.from_env(os.environ, read_config_toml(Path(config)), memory=memory)
+
+    # Built only when a relay command runs, so a bad [relay] table cannot break the memory commands.
+    ctx.meta[SETTINGS_KEY] = relay_settings
 
 
 main.add_command(memory_group, name="memory")
+main.add_command(relay_group, name="relay")
 
 if __name__ == "__main__":
     main()

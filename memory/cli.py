@@ -420,3 +420,11 @@ def mcp_cmd(ctx: click.Context) -> None:
     from memory.mcp_server import serve_stdio
 
     _run(serve_stdio(_settings(ctx)))
+
+
+# Structured facts (memory/facts): `script`, `rebuild`, `facts load|export|show`.
+from memory.facts.cli import facts_group, rebuild_cmd, script_cmd  # noqa: E402
+
+memory_group.add_command(script_cmd)
+memory_group.add_command(rebuild_cmd)
+memory_group.add_command(facts_group)

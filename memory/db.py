@@ -11,7 +11,7 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -50,14 +50,20 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 class Database:
     """One aiosqlite connection plus the write discipline. Open with :meth:`open`, close with :meth:`close`."""
 
-    def __init__(self, path: Path, conn: aiosqlite.Connection, busy_timeout_ms: int) -> None:
+    def __init__(
+        self, path: Path, conn: aiosqlite.Connection, busy_timeout_ms: int, migrations: Sequence[str] = MIGRATIONS
+    ) -> None:
         self.path = path
+        self._migrations = tuple(migrations)
         self.conn = conn
         self._busy_timeout_s = busy_timeout_ms / 1000
         self._write_lock = asyncio.Lock()
 
     @classmethod
-    async def open(cls, path: Path, *, busy_timeout_ms: int = 30_000) -> Database:
+    async def open(
+        cls, path: Path, *, busy_timeout_ms: int = 30_000, migrations: Sequence[str] = MIGRATIONS
+    ) -> Database:
+        """Open (creating if needed) and migrate. Other packages pass their own `migrations` for their own file."""
         _check_file(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -67,7 +73,7 @@ class Database:
             conn = await aiosqlite.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None)
         except sqlite3.Error as exc:
             raise MemoryStoreError(f"cannot open {path}: {exc}") from exc
-        db = cls(path, conn, busy_timeout_ms)
+        db = cls(path, conn, busy_timeout_ms, migrations)
         try:
             await db._configure()
             await db._migrate()
@@ -99,19 +105,20 @@ class Database:
         return int(row[0]) if row else 0
 
     async def _migrate(self) -> None:
+        target = len(self._migrations)
         found = await self.schema_version()
-        if found > SCHEMA_VERSION:
-            raise SchemaTooNewError(self.path, found, SCHEMA_VERSION)
-        if found == SCHEMA_VERSION:
+        if found > target:
+            raise SchemaTooNewError(self.path, found, target)
+        if found == target:
             return
         async with self.write() as conn:
             # Re-read under the write lock: another process may have migrated meanwhile.
             async with conn.execute("PRAGMA user_version") as cur:
                 row = await cur.fetchone()
             current = int(row[0]) if row else 0
-            for version in range(current, SCHEMA_VERSION):
+            for version in range(current, target):
                 logger.info("migrating %s to schema %d", self.path, version + 1)
-                for statement in _split_sql(MIGRATIONS[version]):
+                for statement in _split_sql(self._migrations[version]):
                     await conn.execute(statement)
                 await conn.execute(f"PRAGMA user_version = {version + 1}")
 

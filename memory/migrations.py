@@ -96,4 +96,34 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY(path, line_no)
     ) WITHOUT ROWID;
     """,
+    # 2: structured facts (memory/facts): typed memories, full-text over their words, applied event ids
+    """
+    -- One row per memory. Decay is derived on read from ts_ms and access_count, never stored.
+    CREATE TABLE facts(
+        id TEXT PRIMARY KEY,
+        subject TEXT NOT NULL,              -- a memory id or a concept (a permanent anchor)
+        ctype TEXT NOT NULL,                -- component type: Fact | UserPreference | Relationship | ...
+        fields TEXT NOT NULL,               -- JSON object of the component's fields
+        target TEXT NOT NULL DEFAULT '',    -- Relationship target, for graph walks and concept lookups
+        via_link INTEGER NOT NULL DEFAULT 0,  -- 1 when made by `link` (the snapshot writes it back as link)
+        created_ms INTEGER NOT NULL,
+        ts_ms INTEGER NOT NULL,             -- decay clock start: creation, or the last revive
+        last_access_ms INTEGER NOT NULL,
+        access_count INTEGER NOT NULL DEFAULT 0,
+        state TEXT NOT NULL DEFAULT 'Active',   -- Active | Dormant | Archived
+        sweep_marked_ms INTEGER,            -- first sweep pass; a later pass past the grace deletes
+        provenance TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX facts_subject ON facts(subject);
+    CREATE INDEX facts_target ON facts(target);
+    CREATE INDEX facts_state ON facts(state);
+    CREATE VIRTUAL TABLE facts_fts USING fts5(id UNINDEXED, body, tokenize = 'unicode61');
+
+    -- Event ids already applied, so replaying an event log (or a git-pulled one) twice is a no-op.
+    CREATE TABLE applied_events(
+        id TEXT PRIMARY KEY,
+        at_ms INTEGER NOT NULL,
+        origin TEXT NOT NULL
+    ) WITHOUT ROWID;
+    """,
 )
