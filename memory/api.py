@@ -145,6 +145,18 @@ class Eywa:
         rows = [await store.get_handoff(self.db.conn, sid) for sid in ids]
         return [r for r in rows if r is not None]
 
+    async def link(self, session_id: str, *, parent_id: str) -> None:
+        """Link a session (e.g. a Codex rollout a Claude session caused) to its parent as a subagent session.
+
+        It leaves the grounding index (a linked session never grounds alone) and stays reachable through
+        detail recall and `show(parent).subagents`.
+        """
+        async with self.db.write() as conn:
+            if not await store.link_parent(conn, session_id, parent_id):
+                raise SessionNotFoundError(session_id)
+            await index.unindex(conn, session_id)
+            await conn.execute("UPDATE content SET parent_id = ? WHERE session_id = ?", (parent_id, session_id))
+
     async def list_handoffs(self, *, limit: int = 20, project: str | None = None) -> list[store.HandoffRow]:
         return await store.list_handoffs(self.db.conn, limit=limit, project=project)
 

@@ -293,6 +293,7 @@ async def _extract_one(
     async with db.write() as conn:
         old = await store.get_handoff(conn, h.session_id)
         ts = await store.put_handoff(conn, h, markdown=markdown, review=old.review if old else "pending")
+        # A linked session (a subagent, or a Codex rollout a Claude session caused) never grounds on its own.
         await index.index_handoff(
             conn,
             session_id=h.session_id,
@@ -300,7 +301,7 @@ async def _extract_one(
             projects=h.projects,
             keywords=h.keywords,
             substance=h.substance,
-            kind=h.kind.value,
+            kind=SessionKind.SUBAGENT.value if h.parent_id else h.kind.value,
         )
         await store.set_extract_state(conn, h.session_id, "done")
     logger.info("extracted %s (%s)", h.session_id, h.source)

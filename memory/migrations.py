@@ -126,4 +126,28 @@ MIGRATIONS: tuple[str, ...] = (
         origin TEXT NOT NULL
     ) WITHOUT ROWID;
     """,
+    # 3: the relay's cost ledger (written by relay/ledger.py; the table lives with the sessions it prices)
+    """
+    -- The relay's cost ledger: one row per Claude run or Codex turn.
+    CREATE TABLE ledger(
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        ts TEXT NOT NULL,                       -- ISO 8601 UTC, when the row was recorded
+        engine TEXT NOT NULL,                   -- claude | codex
+        session_id TEXT NOT NULL DEFAULT '',    -- the Claude session the run belongs to
+        thread_id TEXT NOT NULL DEFAULT '',     -- Codex thread id ('' for Claude rows)
+        run_id TEXT NOT NULL DEFAULT '',        -- RPA run id ('' outside a run)
+        stage TEXT NOT NULL DEFAULT '',         -- research | plan | audit | execute | review | fix | ''
+        model TEXT NOT NULL DEFAULT '',
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL,                          -- NULL when the engine reports no price
+        duration_s REAL NOT NULL DEFAULT 0,
+        rollout_path TEXT NOT NULL DEFAULT ''   -- Codex rollout file, linked to session_id as a subagent
+    );
+    CREATE INDEX ledger_session ON ledger(session_id);
+    CREATE INDEX ledger_run ON ledger(run_id);
+    CREATE INDEX ledger_thread ON ledger(thread_id);
+    """,
 )

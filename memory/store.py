@@ -22,6 +22,7 @@ __all__ = [
     "get_source",
     "handoff_ts",
     "is_forgotten",
+    "link_parent",
     "list_handoffs",
     "now_iso",
     "put_handoff",
@@ -137,14 +138,20 @@ _SESSION_COLS = (
 async def put_session(
     conn: aiosqlite.Connection, t: Transcript, *, markdown: str, content_sha: str, duration_min: float
 ) -> None:
-    """Insert or replace a session; its extraction becomes pending again."""
+    """Insert or replace a session; its extraction becomes pending again.
+
+    A parent link made earlier (`link_parent`, e.g. a Codex rollout the relay caused) survives a re-read
+    of a transcript that does not name its parent itself.
+    """
     await conn.execute(
         f"INSERT OR REPLACE INTO sessions({_SESSION_COLS}, updated_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+        " VALUES (?, ?, COALESCE(NULLIF(?, ''), (SELECT parent_id FROM sessions WHERE session_id = ?), ''),"
+        " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
         (
             t.session_id,
             t.kind.value,
             t.parent_id,
+            t.session_id,
             t.source_path,
             t.cwd,
             t.git_branch,
@@ -159,6 +166,14 @@ async def put_session(
             now_iso(),
         ),
     )
+
+
+async def link_parent(conn: aiosqlite.Connection, session_id: str, parent_id: str) -> bool:
+    """Make `session_id` a child of `parent_id`; False when no such session or handoff exists."""
+    cur = await conn.execute("UPDATE sessions SET parent_id = ? WHERE session_id = ?", (parent_id, session_id))
+    n = cur.rowcount
+    cur = await conn.execute("UPDATE handoffs SET parent_id = ? WHERE session_id = ?", (parent_id, session_id))
+    return bool(n or cur.rowcount)
 
 
 def _session(row: Any) -> SessionRow:

@@ -229,3 +229,22 @@ def test_100_mb_transcript_ingests_within_300_mb_rss(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     peak_mb = int(out.stdout.split()[-1])
     assert peak_mb <= 300, f"peak RSS {peak_mb} MB"
+
+
+async def test_linked_codex_rollout_becomes_a_subagent_of_its_claude_session(
+    settings: MemorySettings, transcripts: Path
+) -> None:
+    codex = Path(__file__).parent / "fixtures" / "codex"
+    async with await Eywa.open(settings) as eywa:
+        await eywa.ingest([transcripts / "simonw", codex], use_llm=False)
+        async with eywa.db.conn.execute("SELECT session_id FROM sessions WHERE kind = 'codex' ORDER BY 1") as cur:
+            rollout = str((await cur.fetchone())[0])  # type: ignore[index]
+        await eywa.link(rollout, parent_id="test-session-id")
+        view = await eywa.show("test-session-id")
+        async with eywa.db.conn.execute("SELECT count(*) FROM postings WHERE session_id = ?", (rollout,)) as cur:
+            postings = (await cur.fetchone())[0]  # type: ignore[index]
+        await eywa.ingest([codex], use_llm=False, force=True)  # a re-read keeps the link
+        again = await eywa.show(rollout)
+    assert rollout in view.subagents
+    assert postings == 0
+    assert again.session is not None and again.session.parent_id == "test-session-id"

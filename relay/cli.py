@@ -1,0 +1,126 @@
+"""`macupos relay …` (click): one grounded Claude Code turn from a terminal, the same runner the bot uses.
+
+The settings are built at the edge (bot/cli.py) and handed down through ``ctx.meta[SETTINGS_KEY]`` as a
+zero-argument factory, so a bad ``[relay]`` config only fails the relay commands. The SDKs are imported
+inside the commands: `macupos --help` must not pay a second for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from memory.errors import MemoryStoreError
+from relay.errors import CodexError, RelayError
+from relay.events import SessionResult
+from relay.settings import RelaySettings
+
+if TYPE_CHECKING:
+    from relay.session import ClaudeSession
+
+__all__ = ["SETTINGS_KEY", "relay_group"]
+
+SETTINGS_KEY = "macupos.relay_settings"
+
+logger = logging.getLogger(__name__)
+
+
+def _settings(ctx: click.Context) -> RelaySettings:
+    factory: Callable[[], RelaySettings] | None = ctx.meta.get(SETTINGS_KEY)
+    if factory is None:
+        raise click.ClickException("relay settings were not configured (run through the `macupos` command)")
+    try:
+        return factory()
+    except ValueError as exc:
+        raise click.ClickException(f"relay configuration: {exc}") from exc
+
+
+@click.group("relay")
+def relay_group() -> None:
+    """Claude Code sessions grounded by memory, with Codex as a subagent."""
+
+
+async def _wire_codex(session: ClaudeSession, settings: RelaySettings, project: Path) -> Any:
+    """Start Codex and give the session the `relay` tools; None (and a warning) when Codex cannot start."""
+    from relay.codex import CodexEngine
+    from relay.relay_tools import build_relay_server
+    from relay.stages import stage_configs
+
+    stages = stage_configs(settings.codex_stages)
+    try:
+        engine = await CodexEngine.start(env=settings.env)
+    except CodexError as exc:
+        logger.warning("continuing without Codex: %s", exc)
+        return None
+    session.add_mcp_server(
+        "relay",
+        build_relay_server(engine, cwd=project, stages=stages, on_event=session.emit, on_turn=session.on_codex_turn),
+    )
+    return engine
+
+
+async def _ask(
+    settings: RelaySettings, instruction: str, project: Path, resume: str | None, codex: bool
+) -> SessionResult:
+    from memory.api import Eywa
+    from relay.ledger import Ledger
+    from relay.session import ClaudeSession
+
+    async with await Eywa.open(settings.memory) as eywa:
+        ledger: Ledger | None = Ledger(eywa.db)
+        if ledger is not None and not await ledger.available():
+            logger.info("the memory database has no ledger table yet: costs are not recorded")
+            ledger = None
+        session = await ClaudeSession.start(settings, project_dir=project, eywa=eywa, resume=resume, ledger=ledger)
+        engine = await _wire_codex(session, settings, project) if codex else None
+        try:
+            return await session.send(instruction)
+        finally:
+            await session.aclose()
+            if engine is not None:
+                await engine.aclose()
+
+
+@relay_group.command("ask")
+@click.argument("instruction")
+@click.option(
+    "--project",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The project folder Claude Code works in.",
+)
+@click.option("--resume", metavar="SESSION", help="Continue this Claude Code session id.")
+@click.option("--json", "as_json", is_flag=True, help="Print {answer, session_id, cost_usd, tokens, duration_s}.")
+@click.option("--codex/--no-codex", default=True, show_default=True, help="Offer Claude the Codex relay tools.")
+@click.pass_context
+def ask_cmd(
+    ctx: click.Context, instruction: str, project: Path, resume: str | None, as_json: bool, codex: bool
+) -> None:
+    """Run one grounded Claude Code turn on INSTRUCTION and print the answer and the session id."""
+    settings = _settings(ctx)
+    try:
+        result = asyncio.run(_ask(settings, instruction, project, resume, codex))
+    except (RelayError, MemoryStoreError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        payload = {
+            "answer": result.answer,
+            "session_id": result.session_id,
+            "cost_usd": result.usage.cost_usd,
+            "tokens": result.usage.tokens,
+            "duration_s": result.duration_s,
+        }
+        click.echo(json.dumps(payload, ensure_ascii=False))
+        return
+    click.echo(result.answer)
+    cost = "cost unknown" if result.usage.cost_usd is None else f"${result.usage.cost_usd:.4f}"
+    click.echo(
+        f"\nsession {result.session_id} · {result.usage.tokens} tokens · {result.duration_s:.1f} s · {cost}"
+        + (f" · {result.subtype}" if result.subtype != "success" else "")
+    )

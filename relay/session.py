@@ -1,0 +1,562 @@
+"""`ClaudeSession`: one Claude Code session over `ClaudeSDKClient` in streaming-input mode, supervised.
+
+The CLI process starts at the first instruction (the grounding depends on it) and then takes follow-ups
+without restarting. Every run is bounded by an overall deadline and an idle timeout; on timeout the CLI's
+whole process group (it is started in its own session) and every process carrying the session's tag are
+killed. Every end of the session — close, error, timeout — ingests the transcript, its subagent files and
+the Codex rollouts it caused into memory and emits :class:`HandoffReady`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import os
+import signal
+import sys
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import claude_agent_sdk as sdk
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, PermissionResult, ToolPermissionContext
+
+from memory.api import Eywa
+from memory.errors import MemoryStoreError
+from relay.errors import RelayTimeoutError, SessionError
+from relay.events import (
+    HandoffReady,
+    PermissionRequest,
+    RelayEvent,
+    SessionResult,
+    TextDelta,
+    ToolEnd,
+    ToolStart,
+    Usage,
+)
+from relay.grounding import build_grounding, ensure_rules_file
+from relay.ledger import Ledger
+from relay.settings import RelaySettings
+
+__all__ = ["TAG_ENV", "CanUseTool", "ClaudeSession", "EventSink", "tagged_pids"]
+
+logger = logging.getLogger(__name__)
+
+EventSink = Callable[[RelayEvent], Awaitable[None]]
+CanUseTool = Callable[[str, dict[str, Any], ToolPermissionContext], Awaitable[PermissionResult]]
+
+TAG_ENV = "MACUPOS_RELAY_TAG"  # marks every process of one session, so none can outlive it unseen
+MEMORY_TOOLS = ("mcp__eywa__eywa_get", "mcp__eywa__eywa_search", "mcp__eywa__eywa_show")
+RELAY_TOOLS = ("mcp__relay__codex", "mcp__relay__codex_reply")
+_STDERR_LINES = 40
+_INTERRUPT_GRACE_S = 2.0
+
+
+def tagged_pids(tag: str) -> list[int]:
+    """Live processes whose environment carries ``TAG_ENV=tag`` (Linux /proc; empty elsewhere)."""
+    needle = f"{TAG_ENV}={tag}".encode()
+    found: list[int] = []
+    try:
+        entries = list(Path("/proc").iterdir())
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue  # gone, or not ours
+    return found
+
+
+def _kill_all(pgid: int | None, tag: str) -> None:
+    victims = tagged_pids(tag)
+    if pgid:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    for pid in victims:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _cli_wrapper(home: Path, env: Mapping[str, str]) -> Path | None:
+    """A tiny launcher that puts the CLI in its own session (setsid) so its process group can be killed."""
+    real = env.get("MACUPOS_CLAUDE_CLI") or str(Path(sdk.__file__).parent / "_bundled" / "claude")
+    if not Path(real).is_file():
+        return None  # let the SDK find a CLI; the tag sweep still reaps its processes
+    script = f"#!{sys.executable} -IS\nimport os, sys\nos.setsid()\nos.execv({real!r}, [{real!r}, *sys.argv[1:]])\n"
+    path = home / "run" / "claude-setsid"
+    if not path.is_file() or path.read_text(encoding="utf-8") != script:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(script, encoding="utf-8")
+        tmp.chmod(0o755)
+        tmp.replace(path)
+    return path
+
+
+def _memory_server(settings: RelaySettings) -> dict[str, Any]:
+    script = Path(sys.executable).parent / "macupos"
+    command, args = (
+        (str(script), ["memory", "mcp"]) if script.is_file() else (sys.executable, ["-m", "bot.cli", "memory", "mcp"])
+    )
+    mem = settings.memory
+    env = {
+        "MACUPOS_HOME": str(mem.home),
+        "CLAUDE_CONFIG_DIR": str(settings.claude_config_dir),
+        "CODEX_HOME": str(mem.codex_home),
+    }
+    return {"type": "stdio", "command": command, "args": args, "env": env}
+
+
+def _usage(raw: Mapping[str, Any] | None, cost: float | None) -> Usage:
+    u = raw or {}
+    return Usage(
+        input_tokens=int(u.get("input_tokens") or 0),
+        output_tokens=int(u.get("output_tokens") or 0),
+        cache_read_tokens=int(u.get("cache_read_input_tokens") or 0),
+        cache_write_tokens=int(u.get("cache_creation_input_tokens") or 0),
+        cost_usd=cost,
+    )
+
+
+def _first_line(content: Any) -> str:
+    if isinstance(content, list):
+        content = " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    text = str(content or "").strip()
+    return text.splitlines()[0][:200] if text else ""
+
+
+class ClaudeSession:
+    """Create with :meth:`start`; drive with :meth:`send` or :meth:`stream`; always :meth:`aclose`."""
+
+    def __init__(
+        self,
+        settings: RelaySettings,
+        *,
+        project_dir: Path,
+        eywa: Eywa,
+        facts_lines: Sequence[str],
+        resume: str | None,
+        mcp_servers: Mapping[str, Any],
+        can_use_tool: CanUseTool | None,
+        on_event: EventSink | None,
+        ledger: Ledger | None,
+        run_id: str,
+        stage: str,
+        project: str | None,
+    ) -> None:
+        self.settings = settings
+        self.project_dir = project_dir
+        self.eywa = eywa
+        self.facts_lines = tuple(facts_lines)
+        self.resume = resume
+        self.mcp_servers: dict[str, Any] = dict(mcp_servers)
+        self.ledger = ledger
+        self.run_id = run_id
+        self.stage = stage
+        self.project = project if project is not None else project_dir.name
+        self.tag = uuid.uuid4().hex
+        # A new session gets its id from us, so even a run killed before the CLI reports it can be ingested.
+        self.session_id = resume or str(uuid.uuid4())
+        self.grounding = ""  # the system-prompt appendix the CLI was started with
+        self._can_use_tool = can_use_tool
+        self._on_event = on_event
+        self._client: ClaudeSDKClient | None = None
+        self._pid: int | None = None
+        self._session_ids: list[str] = [self.session_id]
+        self._rollouts: list[Path] = []
+        self._stderr: collections.deque[str] = collections.deque(maxlen=_STDERR_LINES)
+        self._lock = asyncio.Lock()
+        self._running = False
+        self._interrupted = False
+        self._closed = False
+        self._cost_seen = 0.0
+        self._ended: HandoffReady | None = None
+
+    @classmethod
+    async def start(
+        cls,
+        settings: RelaySettings,
+        *,
+        project_dir: Path,
+        eywa: Eywa,
+        facts_lines: Sequence[str] = (),
+        resume: str | None = None,
+        mcp_servers: Mapping[str, Any] | None = None,
+        can_use_tool: CanUseTool | None = None,
+        on_event: EventSink | None = None,
+        ledger: Ledger | None = None,
+        run_id: str = "",
+        stage: str = "",
+        project: str | None = None,
+    ) -> ClaudeSession:
+        """Prepare a session in ``project_dir``. The CLI starts with the first instruction, grounded on it."""
+        if not project_dir.is_dir():
+            raise SessionError(f"project folder {project_dir} does not exist")
+        await asyncio.to_thread(ensure_rules_file, settings.rules_path)
+        return cls(
+            settings,
+            project_dir=project_dir.resolve(),
+            eywa=eywa,
+            facts_lines=facts_lines,
+            resume=resume,
+            mcp_servers=mcp_servers or {},
+            can_use_tool=can_use_tool,
+            on_event=on_event,
+            ledger=ledger,
+            run_id=run_id,
+            stage=stage,
+            project=project,
+        )
+
+    # -- wiring ---------------------------------------------------------------------------------
+
+    def add_mcp_server(self, name: str, config: Any) -> None:
+        """Add a server (e.g. the relay server, built with ``on_turn=session.on_codex_turn``) before the first run."""
+        if self._client is not None:
+            raise SessionError("MCP servers must be added before the first instruction", session_id=self.session_id)
+        self.mcp_servers[name] = config
+
+    def add_linked_rollout(self, path: Path) -> None:
+        """A Codex rollout this session caused: ingested with it at the end, as one of its subagents."""
+        if path not in self._rollouts:
+            self._rollouts.append(path)
+
+    async def on_codex_turn(self, turn: Any) -> None:
+        """A relay-tools ``on_turn`` sink: link the turn's rollout and put its cost in the ledger."""
+        rollout = getattr(turn, "rollout_path", None)
+        if rollout is not None:
+            self.add_linked_rollout(Path(rollout))
+        if self.ledger is not None:
+            await self.ledger.record(
+                engine="codex",
+                usage=turn.usage,
+                model=str(turn.model),
+                session_id=self.session_id,
+                thread_id=str(turn.thread_id),
+                run_id=self.run_id,
+                stage=str(getattr(turn, "stage", "") or self.stage),
+                duration_s=float(turn.duration_s),
+                rollout_path=rollout or "",
+            )
+
+    async def emit(self, event: RelayEvent) -> None:
+        if self._on_event is not None:
+            await self._on_event(event)
+
+    @property
+    def pid(self) -> int | None:
+        """The CLI's process id (also its process group id) while it runs."""
+        return self._pid
+
+    # -- running --------------------------------------------------------------------------------
+
+    async def send(self, instruction: str) -> SessionResult:
+        """Run one instruction to its result (a follow-up reuses the live CLI process)."""
+        result: SessionResult | None = None
+        async for event in self.stream(instruction):
+            if isinstance(event, SessionResult):
+                result = event
+        if result is None:
+            raise SessionError("the run ended without a result", session_id=self.session_id)
+        return result
+
+    async def stream(self, instruction: str) -> AsyncIterator[RelayEvent]:
+        """Run one instruction, yielding our events; the last one of a finished run is a SessionResult."""
+        async with self._lock:
+            if self._closed:
+                raise SessionError("the session is closed", session_id=self.session_id)
+            client = await self._connect(instruction)
+            self._running, self._interrupted = True, False
+            try:
+                await client.query(instruction)
+                async for event in self._supervised(client):
+                    await self.emit(event)
+                    yield event
+            except sdk.ClaudeSDKError as exc:
+                await self._end(kill=True)
+                raise SessionError(
+                    f"Claude Code failed: {exc}", session_id=self.session_id, stderr_tail=self._stderr_tail()
+                ) from exc
+            except BaseException:
+                # Cancelled, abandoned mid-run, or an error the SDK did not type: the CLI may still be
+                # producing this turn, so the session cannot continue. Interrupt it so it writes its
+                # transcript, end it (ingest, sweep) and re-raise.
+                await self._end(kill=False, interrupt=True)
+                raise
+            finally:
+                self._running = False
+
+    async def interrupt(self) -> bool:
+        """Stop the running turn; the session stays usable. False when nothing was running."""
+        if not self._running or self._client is None:
+            return False
+        self._interrupted = True
+        try:
+            await self._client.interrupt()
+        except sdk.ClaudeSDKError as exc:
+            logger.debug("interrupt failed: %s", exc)
+            return False
+        return True
+
+    async def aclose(self) -> HandoffReady | None:
+        """End the session: stop the CLI, ingest what it wrote, emit HandoffReady. Safe to call twice."""
+        if self._closed:
+            return self._ended
+        return await self._end(kill=False)
+
+    async def __aenter__(self) -> ClaudeSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- internals ------------------------------------------------------------------------------
+
+    async def _connect(self, instruction: str) -> ClaudeSDKClient:
+        if self._client is not None:
+            return self._client
+        s = self.settings
+        self.grounding = await build_grounding(
+            rules_path=s.rules_path,
+            facts_lines=self.facts_lines,
+            eywa=self.eywa,
+            instruction=instruction,
+            project=self.project,
+        )
+        servers = dict(self.mcp_servers)
+        allowed = list(s.allowed_tools)
+        if s.memory_mcp and "eywa" not in servers:
+            servers["eywa"] = _memory_server(s)
+        if "eywa" in servers:
+            allowed += [t for t in MEMORY_TOOLS if t not in allowed]
+        if "relay" in servers:
+            allowed += [t for t in RELAY_TOOLS if t not in allowed]
+        env = {**s.env, TAG_ENV: self.tag}
+        options = ClaudeAgentOptions(
+            cwd=self.project_dir,
+            env=env,
+            system_prompt={"type": "preset", "preset": "claude_code", "append": self.grounding},
+            permission_mode=s.permission_mode,
+            allowed_tools=allowed,
+            # Always passed, whatever memory says: deny rules are never weakened.
+            disallowed_tools=list(s.disallowed_tools),
+            model=s.claude_model,
+            max_turns=s.max_turns,
+            resume=self.resume,
+            session_id=None if self.resume else self.session_id,
+            mcp_servers=servers,
+            can_use_tool=self._permission,
+            setting_sources=cast(Any, list(s.setting_sources)) if s.setting_sources is not None else None,
+            cli_path=await asyncio.to_thread(_cli_wrapper, s.home, s.env),
+            stderr=self._stderr.append,
+        )
+        client = ClaudeSDKClient(options)
+        try:
+            await client.connect()
+        except sdk.ClaudeSDKError as exc:
+            _kill_all(None, self.tag)
+            raise SessionError(f"Claude Code did not start: {exc}", stderr_tail=self._stderr_tail()) from exc
+        transport = getattr(client, "_transport", None)  # the SDK exposes no PID; this is best effort
+        process = getattr(transport, "_process", None)
+        self._pid = getattr(process, "pid", None)
+        self._client = client
+        return client
+
+    async def _supervised(self, client: ClaudeSDKClient) -> AsyncIterator[RelayEvent]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.deadline_s
+        idle = self.settings.idle_timeout_s
+        messages = client.receive_response()
+        try:
+            async for event in self._pump(messages, deadline, idle):
+                yield event
+        finally:
+            closer = getattr(messages, "aclose", None)
+            if closer is not None:
+                await closer()
+
+    async def _pump(self, messages: AsyncIterator[Any], deadline: float, idle: float) -> AsyncIterator[RelayEvent]:
+        loop = asyncio.get_running_loop()
+        texts: list[str] = []
+        while True:
+            left = deadline - loop.time()
+            try:
+                async with asyncio.timeout(max(0.0, min(idle, left))):
+                    message = await anext(messages)
+            except StopAsyncIteration:
+                await self._end(kill=True)
+                raise SessionError(
+                    "Claude Code stopped without a result", session_id=self.session_id, stderr_tail=self._stderr_tail()
+                ) from None
+            except TimeoutError:
+                kind, limit = ("deadline", self.settings.deadline_s) if left <= idle else ("idle", idle)
+                await self._end(kill=True)
+                what = "passed its deadline" if kind == "deadline" else "went idle"
+                raise RelayTimeoutError(
+                    f"the Claude Code run {what} ({limit:g} s); its processes were killed",
+                    kind=kind,
+                    limit_s=limit,
+                    session_id=self.session_id,
+                ) from None
+            except sdk.ClaudeSDKError as exc:
+                await self._end(kill=True)
+                raise SessionError(
+                    f"Claude Code failed: {exc}", session_id=self.session_id, stderr_tail=self._stderr_tail()
+                ) from exc
+            if isinstance(message, sdk.ResultMessage):
+                result = self._result(message, texts)
+                yield result
+                await self._record(result, message)
+                if message.is_error and not self._interrupted and message.subtype != "error_max_turns":
+                    await self._end(kill=False)
+                    raise SessionError(
+                        f"Claude Code run failed: {result.answer or message.subtype}",
+                        session_id=self.session_id,
+                        stderr_tail=self._stderr_tail(),
+                    )
+                return
+            for event in self._translate(message):
+                if isinstance(event, TextDelta):
+                    texts.append(event.text)
+                yield event
+
+    def _translate(self, message: Any) -> list[RelayEvent]:
+        sid = self.session_id
+        if isinstance(message, sdk.SystemMessage):
+            if message.subtype == "init":
+                self._note_session(str(message.data.get("session_id") or ""))
+            else:
+                logger.debug("skipped system message %s", message.subtype)
+            return []
+        events: list[RelayEvent] = []
+        if isinstance(message, sdk.AssistantMessage):
+            if message.session_id:
+                self._note_session(message.session_id)
+            for block in message.content:
+                if isinstance(block, sdk.TextBlock):
+                    events.append(TextDelta(sid, block.text))
+                elif isinstance(block, sdk.ToolUseBlock):
+                    events.append(ToolStart(sid, block.id, block.name, dict(block.input)))
+            return events
+        if isinstance(message, sdk.UserMessage):
+            if isinstance(message.content, list):
+                for block in message.content:
+                    if isinstance(block, sdk.ToolResultBlock):
+                        events.append(ToolEnd(sid, block.tool_use_id, bool(block.is_error), _first_line(block.content)))
+            return events
+        logger.debug("skipped SDK message %s", type(message).__name__)
+        return []
+
+    def _note_session(self, session_id: str) -> None:
+        if session_id:
+            self.session_id = session_id
+            if session_id not in self._session_ids:
+                self._session_ids.append(session_id)
+
+    def _result(self, message: sdk.ResultMessage, texts: list[str]) -> SessionResult:
+        self._note_session(message.session_id)
+        # The CLI reports the session's running total; a resumed process may start from zero again.
+        total = message.total_cost_usd
+        cost: float | None = None
+        if total is not None:
+            cost = total - self._cost_seen if total >= self._cost_seen else total
+            self._cost_seen = total
+        answer = message.result if isinstance(message.result, str) and message.result else "\n".join(texts)
+        subtype = "interrupted" if self._interrupted else message.subtype
+        return SessionResult(
+            session_id=self.session_id,
+            answer=answer,
+            turns=message.num_turns,
+            duration_s=message.duration_ms / 1000.0,
+            usage=_usage(message.usage, cost),
+            subtype=subtype,
+            is_error=bool(message.is_error) and not self._interrupted,
+        )
+
+    async def _record(self, result: SessionResult, message: sdk.ResultMessage) -> None:
+        if self.ledger is None:
+            return
+        models = list((message.model_usage or {}).keys())
+        await self.ledger.record(
+            engine="claude",
+            usage=result.usage,
+            model=self.settings.claude_model or (models[0] if models else ""),
+            session_id=self.session_id,
+            run_id=self.run_id,
+            stage=self.stage,
+            duration_s=result.duration_s,
+        )
+
+    async def _permission(
+        self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResult:
+        request_id = context.tool_use_id or uuid.uuid4().hex
+        await self.emit(PermissionRequest(self.session_id, tool_name, dict(tool_input), request_id))
+        if tool_name in self.settings.disallowed_tools:
+            return sdk.PermissionResultDeny(message=f"{tool_name} is disallowed by the owner's configuration.")
+        if self._can_use_tool is not None:
+            return await self._can_use_tool(tool_name, tool_input, context)
+        return sdk.PermissionResultDeny(
+            message=(
+                f"{tool_name} needs the owner's approval (permission mode {self.settings.permission_mode!r}, not in "
+                "the allowed tools) and no one is here to approve it: denied. Continue without it or ask the owner."
+            )
+        )
+
+    def _stderr_tail(self) -> str:
+        return "\n".join(self._stderr)
+
+    def _transcripts(self) -> list[Path]:
+        root = self.settings.claude_config_dir / "projects"
+        found: list[Path] = []
+        for sid in self._session_ids:
+            found += sorted(root.glob(f"*/{sid}.jsonl"))
+            found += sorted(root.glob(f"*/{sid}/subagents/*.jsonl"))
+        return found
+
+    async def _end(self, *, kill: bool, interrupt: bool = False) -> HandoffReady | None:
+        """Stop the CLI (killing it when asked), sweep strays, ingest, emit HandoffReady. Runs once."""
+        if self._closed:
+            return self._ended
+        self._closed = True
+        client, self._client = self._client, None
+        if client is not None:
+            if interrupt:
+                try:
+                    async with asyncio.timeout(_INTERRUPT_GRACE_S):
+                        await client.interrupt()
+                except (sdk.ClaudeSDKError, TimeoutError):
+                    kill = True  # it would not stop politely
+            if kill:
+                _kill_all(self._pid, self.tag)
+            try:
+                await client.disconnect()
+            except sdk.ClaudeSDKError as exc:
+                logger.debug("disconnect after end: %s", exc)
+        _kill_all(self._pid, self.tag)  # whatever outlived the CLI (MCP servers, shells) is an orphan now
+        self._ended = await self._ingest()
+        if self._ended is not None:
+            await self.emit(self._ended)
+        return self._ended
+
+    async def _ingest(self) -> HandoffReady | None:
+        paths = [*self._transcripts(), *(p for p in self._rollouts if p.is_file())]
+        logger.debug("ingesting session %s from %s", self.session_id, paths)
+        if not paths or not self.session_id:
+            return None
+        try:
+            await self.eywa.ingest(paths)
+            view = await self.eywa.show(self.session_id)
+        except MemoryStoreError as exc:
+            logger.warning("could not ingest session %s: %s", self.session_id, exc)
+            return None
+        if view.handoff is None:
+            return None
+        return HandoffReady(self.session_id, view.handoff.headline, view.handoff.markdown)

@@ -1,0 +1,149 @@
+"""Typed settings for the relay, built once at the edge from the environment and the parsed config.toml.
+
+Library code never reads ``os.environ``: the CLI (or the bot) passes its environment here once, and the
+same mapping is what the Claude Code and Codex CLIs inherit.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal, cast
+
+from memory.settings import MemorySettings
+
+__all__ = ["PERMISSION_MODES", "PermissionModeName", "RelaySettings", "read_config_toml"]
+
+PermissionModeName = Literal["default", "acceptEdits", "plan"]
+# "bypassPermissions" is left out on purpose: the CLI refuses it as root, and it would skip can_use_tool.
+PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "plan")
+
+DEFAULT_DEADLINE_S = 30 * 60.0
+DEFAULT_IDLE_TIMEOUT_S = 5 * 60.0
+
+
+def _tools(raw: Any) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        return tuple(t for t in (x.strip() for x in raw.split(",")) if t)
+    return tuple(str(t).strip() for t in raw if str(t).strip())
+
+
+def _positive(name: str, raw: Any) -> float:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"relay setting {name} must be a number of seconds, not {raw!r}") from exc
+    if value <= 0:
+        raise ValueError(f"relay setting {name} must be positive, not {value}")
+    return value
+
+
+def _flag(raw: Any) -> bool:
+    return str(raw).strip().lower() not in {"0", "false", "no", "off", ""}
+
+
+@dataclass(frozen=True, slots=True)
+class RelaySettings:
+    memory: MemorySettings
+    rules_path: Path
+    claude_model: str | None = None  # None: the CLI's own default
+    permission_mode: PermissionModeName = "default"
+    allowed_tools: tuple[str, ...] = ()
+    disallowed_tools: tuple[str, ...] = ()
+    deadline_s: float = DEFAULT_DEADLINE_S
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    # None: the CLI's defaults (user, project, local settings); () loads none (tests, hermetic runs).
+    setting_sources: tuple[str, ...] | None = None
+    memory_mcp: bool = True  # give the session the `eywa` stdio MCP server
+    max_turns: int | None = None
+    env: Mapping[str, str] = field(default_factory=dict)  # what the CLIs inherit
+    codex_stages: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # for stages.stage_configs
+
+    @property
+    def home(self) -> Path:
+        return self.memory.home
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.memory.home / "runs"
+
+    @property
+    def claude_config_dir(self) -> Path:
+        """Where the Claude Code CLI keeps its transcripts: the CLI's own env wins, as for the CLI itself."""
+        configured = self.env.get("CLAUDE_CONFIG_DIR")
+        return Path(configured).expanduser() if configured else self.memory.claude_config_dir
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str], toml: Mapping[str, Any] | None = None, *, memory: MemorySettings
+    ) -> RelaySettings:
+        """Settings from an environment mapping plus the ``[relay]`` table of a parsed config.toml document.
+
+        Precedence: environment over TOML over defaults. Per-stage Codex overrides come from
+        ``[relay.stages.<stage>]`` tables. Raises ValueError for a bad value, so a typo fails at startup.
+        """
+        table: Mapping[str, Any] = (toml or {}).get("relay", {}) or {}
+
+        def pick(env_key: str, toml_key: str, default: Any) -> Any:
+            if env.get(env_key):
+                return env[env_key]
+            return table.get(toml_key, default)
+
+        mode = str(pick("MACUPOS_PERMISSION_MODE", "permission_mode", "default"))
+        if mode == "bypassPermissions":
+            raise ValueError(
+                "permission mode 'bypassPermissions' is not supported: it skips the approval hook and the "
+                "CLI refuses it as root; use 'default', 'acceptEdits' or 'plan'"
+            )
+        if mode not in PERMISSION_MODES:
+            raise ValueError(f"permission mode must be one of {PERMISSION_MODES}, not {mode!r}")
+        model = str(pick("MACUPOS_CLAUDE_MODEL", "claude_model", "") or "") or None
+        rules = pick("MACUPOS_MEMORY_MD", "memory_md", "")
+        rules_path = Path(str(rules)).expanduser() if rules else memory.home / "MEMORY.md"
+        sources_raw = pick("MACUPOS_CLAUDE_SETTING_SOURCES", "setting_sources", None)
+        sources: tuple[str, ...] | None
+        if sources_raw is None:
+            sources = None
+        else:
+            sources = _tools(sources_raw)
+            bad = sorted(set(sources) - {"user", "project", "local"})
+            if bad:
+                raise ValueError(f"unknown Claude Code setting source(s) {bad} (known: user, project, local)")
+        turns_raw = pick("MACUPOS_CLAUDE_MAX_TURNS", "max_turns", None)
+        stages_raw = table.get("stages", {}) or {}
+        if not isinstance(stages_raw, Mapping):
+            raise ValueError("[relay.stages] must be a table of per-stage tables")
+        stages = MappingProxyType({str(k): MappingProxyType(dict(v)) for k, v in stages_raw.items()})
+        return cls(
+            memory=memory,
+            rules_path=rules_path,
+            claude_model=model,
+            permission_mode=cast(PermissionModeName, mode),
+            allowed_tools=_tools(pick("MACUPOS_ALLOWED_TOOLS", "allowed_tools", None)),
+            disallowed_tools=_tools(pick("MACUPOS_DISALLOWED_TOOLS", "disallowed_tools", None)),
+            deadline_s=_positive("deadline_s", pick("MACUPOS_RELAY_DEADLINE_S", "deadline_s", DEFAULT_DEADLINE_S)),
+            idle_timeout_s=_positive(
+                "idle_timeout_s", pick("MACUPOS_RELAY_IDLE_TIMEOUT_S", "idle_timeout_s", DEFAULT_IDLE_TIMEOUT_S)
+            ),
+            setting_sources=sources,
+            memory_mcp=_flag(pick("MACUPOS_RELAY_MEMORY_MCP", "memory_mcp", "1")),
+            max_turns=int(turns_raw) if turns_raw not in (None, "") else None,
+            env=MappingProxyType(dict(env)),
+            codex_stages=stages,
+        )
+
+
+def read_config_toml(path: Path) -> dict[str, Any]:
+    """The parsed config.toml document, or {} when there is none (a malformed file raises ValueError)."""
+    if not path.is_file():
+        return {}
+    with path.open("rb") as fh:
+        try:
+            return dict(tomllib.load(fh))
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{path}: {exc}") from exc
