@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from bot.doctor import doctor_command
 from memory.cli import memory_group
 from memory.settings import MemorySettings
 from relay.cli import SETTINGS_KEY, relay_group
@@ -41,6 +42,7 @@ def main(ctx: click.Context, verbose: int) -> None:
 
 main.add_command(memory_group, name="memory")
 main.add_command(relay_group, name="relay")
+main.add_command(doctor_command, name="doctor")
 
 if __name__ == "__main__":
     main()

@@ -77,11 +77,11 @@ def _text(result: object) -> str:
     return "\n".join(str(getattr(c, "text", "")) for c in content)
 
 
-async def test_lists_the_four_tools_with_their_input_schemas(home: Path) -> None:
+async def test_lists_the_tools_with_their_input_schemas(home: Path) -> None:
     async with _client(home) as session:
         tools = {t.name: t for t in (await session.list_tools()).tools}
 
-        assert set(tools) == {"eywa_get", "eywa_search", "eywa_show", "eywa_extract"}
+        assert set(tools) == {"eywa_get", "eywa_search", "eywa_show", "eywa_extract", "memory"}
         get = tools["eywa_get"].input_schema
         assert set(get["properties"]) == {"query", "project", "days_back", "max_handoffs"}
         assert get.get("required", []) == []
@@ -160,7 +160,7 @@ async def test_a_broken_database_gives_tool_errors_not_a_dead_server(tmp_path: P
     (home / "memory.db").write_bytes(b"garbage, not sqlite\n" * 50)
     async with _client(home) as session:
         result = await session.call_tool("eywa_get", {"query": "anything"})
-        assert len((await session.list_tools()).tools) == 4  # still serving after the error
+        assert len((await session.list_tools()).tools) == 5  # still serving after the error
 
     assert result.is_error
     assert "not a Macupos memory database" in _text(result)
@@ -168,7 +168,7 @@ async def test_a_broken_database_gives_tool_errors_not_a_dead_server(tmp_path: P
 
 async def test_served_through_the_macupos_cli(home: Path) -> None:
     async with _client(home, "-m", "bot.cli", "memory", "mcp") as session:
-        assert len((await session.list_tools()).tools) == 4
+        assert len((await session.list_tools()).tools) == 5
         result = await session.call_tool("eywa_show", {"session_id": MAIN_ID})
 
     assert not result.is_error and "hello" in _text(result).lower()

@@ -1,0 +1,378 @@
+"""``macupos doctor``: check each part the bot needs and say how to fix what is broken.
+
+Only the configured Telegram base URL is contacted (getMe); logins are judged by the files and variables
+the Claude Code and Codex CLIs read, never by calling a model API. Slow parts (getMe, the Whisper load)
+are bounded by timeouts and run concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import os
+import sqlite3
+import stat
+import sys
+import tomllib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+from telegram import Bot
+from telegram.error import InvalidToken, TelegramError
+from telegram.request import HTTPXRequest
+
+from bot.migrations import MIGRATIONS as BOT_MIGRATIONS
+from bot.settings import BotSettings, ConfigError, find_dotenv
+from memory.migrations import MIGRATIONS as MEMORY_MIGRATIONS
+
+__all__ = ["Check", "doctor_command", "format_checks", "run_doctor"]
+
+# Keeps a CLI's `--version` from phoning home or updating itself while the doctor looks at it.
+_QUIET_CLI_ENV = {
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    warning: bool = False  # passed, but worth the owner's attention (printed with its fix)
+
+
+def _fail(name: str, detail: str, fix: str) -> Check:
+    return Check(name, False, detail, fix)
+
+
+async def _telegram(settings: BotSettings, timeout_s: float) -> Check:
+    name = "telegram token"
+    if not settings.token:
+        return _fail(name, "TELEGRAM_BOT_TOKEN is not set", "create a bot with @BotFather and set TELEGRAM_BOT_TOKEN")
+    request = HTTPXRequest(connect_timeout=timeout_s, read_timeout=timeout_s, write_timeout=timeout_s)
+    bot = Bot(
+        settings.token,
+        base_url=settings.bot_base_url,
+        base_file_url=settings.file_base_url,
+        request=request,
+        get_updates_request=HTTPXRequest(connection_pool_size=1),
+    )
+    try:
+        async with asyncio.timeout(timeout_s), bot:  # initialize() is the getMe call
+            me = bot.bot
+    except InvalidToken:
+        return _fail(name, "Telegram rejected the token (getMe: 401)", "copy the token again from @BotFather (/token)")
+    except TimeoutError:
+        return _fail(name, f"no answer from {settings.api_url} within {timeout_s:g}s", _api_fix(settings))
+    except TelegramError as exc:
+        # An HTTP library's message may quote the URL, and the URL holds the token.
+        message = exc.message.replace(settings.token, "<token>")
+        return _fail(name, f"getMe at {settings.api_url} failed: {message}", _api_fix(settings))
+    return Check(name, True, f"@{me.username} (id {me.id}) via {settings.api_url}")
+
+
+def _api_fix(settings: BotSettings) -> str:
+    return f"check the network path to {settings.api_url} (MACUPOS_TELEGRAM_API_URL for a Bot API server of your own)"
+
+
+def _allowlist(settings: BotSettings) -> Check:
+    if not settings.allowed_users:
+        return _fail(
+            "allowlist",
+            "MACUPOS_ALLOWED_USERS is empty: the bot will refuse to start",
+            "set MACUPOS_ALLOWED_USERS to your numeric Telegram user id (@userinfobot tells you)",
+        )
+    ids = ", ".join(str(u) for u in sorted(settings.allowed_users))
+    return Check("allowlist", True, f"{len(settings.allowed_users)} user(s): {ids}")
+
+
+def _projects(settings: BotSettings) -> Check:
+    missing = [f"{p.name}={p.path}" for p in settings.projects if not p.path.is_dir()]
+    if missing:
+        return _fail("projects", f"not a folder: {', '.join(missing)}", "fix the paths in MACUPOS_PROJECTS")
+    names = ", ".join(p.name for p in settings.projects)
+    return Check("projects", True, f"{names} (default: {settings.default_project.name})")
+
+
+async def _cli(name: str, path: Path | None, settings: BotSettings, fix: str) -> Check:
+    if path is None or not path.is_file():
+        return _fail(name, f"not found{f' at {path}' if path else ''}", fix)
+    if not os.access(path, os.X_OK):
+        return _fail(name, f"{path} is not executable", f"chmod +x {path}")
+    env = {**settings.agent_env, **_QUIET_CLI_ENV}
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            str(path), "--version", env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+        )
+    except OSError as exc:
+        return _fail(name, f"{path} does not run: {exc.strerror or exc}", fix)
+    try:
+        async with asyncio.timeout(30):
+            out, _ = await proc.communicate()
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        return _fail(name, f"{path} --version hung", fix)
+    if proc.returncode != 0:
+        return _fail(name, f"{path} --version exited {proc.returncode}", fix)
+    return Check(name, True, f"{out.decode(errors='replace').strip()} at {path}")
+
+
+def _claude_path(settings: BotSettings) -> Path | None:
+    configured = settings.env.get("MACUPOS_CLAUDE_CLI")
+    if configured:
+        return Path(configured).expanduser()
+    import claude_agent_sdk  # the SDK ships the CLI it drives
+
+    return Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+
+
+def _codex_path() -> Path | None:
+    try:
+        return Path(str(importlib.import_module("codex_cli_bin").bundled_codex_path()))
+    except (ImportError, FileNotFoundError):
+        return None
+
+
+def _json_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _claude_login(settings: BotSettings) -> Check:
+    """The CLI's own order: an env key or token, a cloud provider, then the stored login of ``/login``."""
+    env = settings.env
+    name = "claude login"
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
+        if env.get(var):
+            return Check(name, True, f"{var} is set")
+    for var in ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY"):
+        if env.get(var) not in (None, "", "0"):
+            return Check(name, True, f"{var}: cloud provider credentials are the provider's to check")
+    config_dir = Path(env["CLAUDE_CONFIG_DIR"]).expanduser() if env.get("CLAUDE_CONFIG_DIR") else None
+    base = config_dir or settings.memory.claude_config_dir
+    creds = _json_file(base / ".credentials.json")
+    oauth = creds.get("claudeAiOauth")
+    if isinstance(oauth, dict) and oauth.get("accessToken"):
+        return Check(name, True, f"logged in ({base / '.credentials.json'})")
+    user_home = Path(env.get("HOME") or Path.home())
+    for global_config in dict.fromkeys([(config_dir or user_home) / ".claude.json", user_home / ".claude.json"]):
+        data = _json_file(global_config)
+        if data.get("primaryApiKey"):
+            return Check(name, True, f"API key stored in {global_config}")
+        if data.get("oauthAccount"):
+            # On macOS the token itself is in the login keychain, which only the CLI can read.
+            return Check(name, True, f"account in {global_config} (token in the system keychain)")
+    if _json_file(base / "settings.json").get("apiKeyHelper"):
+        return Check(name, True, f"apiKeyHelper in {base / 'settings.json'}")
+    return _fail(
+        name,
+        f"no ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN or stored login under {base}",
+        "run `claude` once and /login as the bot's user (or `claude setup-token` and set CLAUDE_CODE_OAUTH_TOKEN)",
+    )
+
+
+def _codex_login(settings: BotSettings) -> Check:
+    env = settings.env
+    home = settings.memory.codex_home
+    name = "codex login"
+    config: dict[str, Any] = {}
+    try:
+        with (home / "config.toml").open("rb") as fh:
+            config = tomllib.load(fh)
+    except FileNotFoundError:
+        pass
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        return _fail(name, f"cannot read {home / 'config.toml'}: {exc}", "fix the file's TOML syntax")
+    provider = str(config.get("model_provider") or "openai")
+    table = (config.get("model_providers") or {}).get(provider)
+    if isinstance(table, dict):
+        env_key = table.get("env_key")
+        if env_key:
+            if env.get(str(env_key)):
+                return Check(name, True, f"provider {provider!r}: {env_key} is set")
+            return _fail(name, f"provider {provider!r} wants {env_key}, which is not set", f"set {env_key}")
+        if table.get("requires_openai_auth") is not True:
+            return Check(name, True, f"provider {provider!r} needs no key")
+    auth = _json_file(home / "auth.json")
+    if auth.get("OPENAI_API_KEY") or auth.get("tokens"):
+        return Check(name, True, f"logged in ({home / 'auth.json'})")
+    for var in ("CODEX_API_KEY", "OPENAI_API_KEY"):
+        if env.get(var):
+            return Check(name, True, f"{var} is set")
+    return _fail(
+        name,
+        f"no {home / 'auth.json'} and no API key variable",
+        "run `codex login` as the bot's user (same CODEX_HOME), or set OPENAI_API_KEY",
+    )
+
+
+def _load_whisper(settings: BotSettings) -> str:
+    if settings.whisper_backend == "openai-whisper":
+        whisper = importlib.import_module("whisper")
+        name = settings.whisper_model or "tiny.en"
+        cache = Path(settings.env.get("XDG_CACHE_HOME") or Path(settings.env.get("HOME") or Path.home()) / ".cache")
+        path = Path(name) if Path(name).is_file() else cache / "whisper" / f"{name}.pt"
+        if not path.is_file():
+            raise FileNotFoundError(f"no checkpoint at {path}")  # loading by name would download it
+        whisper.load_model(str(path), device="cpu")
+        return f"openai-whisper {path}"
+    whisper_model = importlib.import_module("faster_whisper").WhisperModel  # heavy: imported only when checked
+    from bot.voice import default_model_path
+
+    name = settings.whisper_model or str(default_model_path())
+    # local_files_only: a model name that is not cached must fail here, not download.
+    whisper_model(name, device="cpu", compute_type="int8", local_files_only=True)
+    return f"faster-whisper {name}"
+
+
+async def _whisper(settings: BotSettings, timeout_s: float) -> Check:
+    name = "whisper model"
+    fix = (
+        "set MACUPOS_WHISPER_MODEL to a downloaded model folder (or leave it empty for the bundled tiny.en); "
+        "for openai-whisper install the extra and place the .pt checkpoint"
+    )
+    try:
+        async with asyncio.timeout(timeout_s):
+            loaded = await asyncio.to_thread(_load_whisper, settings)
+    except TimeoutError:
+        return _fail(name, f"did not load within {timeout_s:g}s", "use a smaller model, or give it more memory")
+    except ImportError as exc:
+        return _fail(name, f"backend not installed: {exc}", fix)
+    except (OSError, RuntimeError, ValueError) as exc:  # HF lookups raise OSError; CTranslate2 RuntimeError
+        return _fail(name, f"{settings.whisper_model or 'tiny.en'}: {' '.join(str(exc).split())[:200]}", fix)
+    return Check(name, True, f"{loaded} loads")
+
+
+def _database(label: str, path: Path, supported: int, thorough: bool) -> Check:
+    name = f"database {label}"
+    if not path.exists():
+        return Check(name, True, f"{path} not created yet (made on first run)")
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=5)
+        try:
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            # quick_check skips the index-to-table comparison: O(pages), fit for a frequent health probe.
+            pragma = "integrity_check" if thorough else "quick_check"
+            result = [str(r[0]) for r in conn.execute(f"PRAGMA {pragma}").fetchall()]
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return _fail(name, f"{path}: {exc}", f"move {path} aside and restart (the bot creates a fresh one)")
+    if version > supported:
+        return _fail(
+            name,
+            f"{path} has schema {version}, newer than this Macupos ({supported})",
+            "upgrade Macupos instead of downgrading the database",
+        )
+    if result != ["ok"]:
+        return _fail(
+            name,
+            f"{path} integrity check: {'; '.join(result[:3])}",
+            f'restore a backup, or `sqlite3 {path} ".recover"` into a new file',
+        )
+    pending = f", migrates {version} → {supported} on start" if version < supported else ""
+    return Check(name, True, f"{path} ok (schema {version}{pending})")
+
+
+def _data_folder(home: Path) -> Check:
+    name = "data folder"
+    if not home.exists():
+        parent = next((p for p in home.parents if p.exists()), None)
+        if parent is None or not os.access(parent, os.W_OK | os.X_OK):
+            return _fail(name, f"{home} does not exist and {parent} is not writable", f"mkdir -m 700 -p {home}")
+        return Check(name, True, f"{home} will be created")
+    if not home.is_dir():
+        return _fail(name, f"{home} is not a folder", "point MACUPOS_HOME at a folder")
+    if not os.access(home, os.W_OK | os.X_OK):
+        return _fail(name, f"{home} is not writable by uid {os.getuid()}", f"chown -R $(id -u) {home}")
+    mode = stat.S_IMODE(home.stat().st_mode)
+    if mode & stat.S_IRWXO:
+        detail = f"{home} is readable by other users (mode {mode:o}): it holds transcripts"
+        return Check(name, True, detail, f"chmod 700 {home}", warning=True)
+    return Check(name, True, f"{home} writable, mode {mode:o}")
+
+
+async def run_doctor(
+    settings: BotSettings,
+    *,
+    telegram: bool = True,
+    whisper: bool = True,
+    clis: bool = True,
+    thorough_db: bool = True,
+    timeout_s: float = 10.0,
+    whisper_timeout_s: float = 120.0,
+) -> list[Check]:
+    """Every check, in a fixed order; `telegram`, `whisper`, `clis`, `thorough_db` set False skip the slow parts."""
+    jobs: list[Awaitable[Check]] = []
+
+    async def now(fn: Callable[[], Check]) -> Check:
+        return fn()
+
+    if telegram:
+        jobs.append(_telegram(settings, timeout_s))
+    jobs.append(now(lambda: _allowlist(settings)))
+    jobs.append(now(lambda: _projects(settings)))
+    if clis:
+        claude_fix = "reinstall: pip install -U claude-agent-sdk (it ships the CLI), or set MACUPOS_CLAUDE_CLI"
+        jobs.append(_cli("claude cli", _claude_path(settings), settings, claude_fix))
+    jobs.append(asyncio.to_thread(_claude_login, settings))
+    if clis:
+        jobs.append(_cli("codex cli", _codex_path(), settings, "reinstall: pip install -U openai-codex-cli-bin"))
+    jobs.append(asyncio.to_thread(_codex_login, settings))
+    if whisper:
+        jobs.append(_whisper(settings, whisper_timeout_s))
+    jobs.append(asyncio.to_thread(_database, "memory.db", settings.memory.db_path, len(MEMORY_MIGRATIONS), thorough_db))
+    jobs.append(asyncio.to_thread(_database, "bot.db", settings.db_path, len(BOT_MIGRATIONS), thorough_db))
+    jobs.append(now(lambda: _data_folder(settings.home)))
+    return list(await asyncio.gather(*jobs))
+
+
+def format_checks(checks: Sequence[Check]) -> str:
+    lines: list[str] = []
+    for check in checks:
+        mark = "✗" if not check.ok else ("!" if check.warning else "✓")
+        lines.append(f"{mark} {check.name}: {check.detail}")
+        if check.fix and (not check.ok or check.warning):
+            lines.append(f"    fix: {check.fix}")
+    failed = sum(not c.ok for c in checks)
+    lines.append(f"{len(checks)} checks, {failed} failed" if failed else f"all {len(checks)} checks passed")
+    return "\n".join(lines)
+
+
+def _settings_from(env: Mapping[str, str]) -> BotSettings:
+    cwd = Path.cwd()
+    return BotSettings.from_env(env, dotenv=find_dotenv(env, cwd), cwd=cwd, require=False)
+
+
+@click.command("doctor")
+@click.option(
+    "--quick", is_flag=True, help="No getMe, no CLI runs, no Whisper load, a quick database check (health probes)."
+)
+@click.option("--timeout", "timeout_s", type=float, default=10.0, show_default=True, help="Seconds for getMe.")
+def doctor_command(quick: bool, timeout_s: float) -> None:
+    """Check the token, allowlist, Claude and Codex CLIs and logins, Whisper, databases and data folder."""
+    try:
+        settings = _settings_from(os.environ)
+    except ConfigError as exc:
+        click.echo(f"✗ configuration: {exc}")
+        sys.exit(1)
+    checks = asyncio.run(
+        run_doctor(
+            settings, telegram=not quick, whisper=not quick, clis=not quick, thorough_db=not quick, timeout_s=timeout_s
+        )
+    )
+    click.echo(format_checks(checks))
+    if any(not c.ok for c in checks):
+        sys.exit(1)

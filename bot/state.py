@@ -1,0 +1,450 @@
+"""What the bot must remember across a restart, in its own SQLite file ``$MACUPOS_HOME/bot.db``.
+
+Exactly-once handling rests on two rules the callers follow: an update is claimed here (unique by
+update id) before its offset is confirmed to Telegram, and a run or queued instruction left running by a
+dead process is never re-run by itself: :meth:`BotState.interrupted_runs` marks it and hands it to the
+bot, which asks the owner.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from bot.errors import BotError
+from bot.migrations import MIGRATIONS
+from memory.db import Database
+
+__all__ = [
+    "BotState",
+    "Callback",
+    "ChatBusyError",
+    "ChatState",
+    "HandoffReview",
+    "QueueStatus",
+    "QueuedInstruction",
+    "ReviewState",
+    "Run",
+    "RunStatus",
+    "StoredUpdate",
+    "UpdateStatus",
+]
+
+UpdateStatus = Literal["received", "handling", "done", "failed", "interrupted"]
+QueueStatus = Literal["queued", "running", "done", "failed", "cancelled", "interrupted"]
+RunStatus = Literal["running", "done", "failed", "stopped", "interrupted", "resumed", "dismissed"]
+ReviewState = Literal["pending", "kept", "forgotten", "corrected"]
+
+
+class ChatBusyError(BotError):
+    """A chat already has a running session; one at a time per chat."""
+
+    def __init__(self, chat_id: int) -> None:
+        super().__init__(f"chat {chat_id} already has a running session")
+        self.chat_id = chat_id
+
+
+@dataclass(frozen=True, slots=True)
+class StoredUpdate:
+    update_id: int
+    chat_id: int | None
+    user_id: int | None
+    kind: str
+    payload: dict[str, Any]
+    status: UpdateStatus
+    received_at: float
+    handled_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatState:
+    chat_id: int
+    project: str = ""  # "": the default project
+    session_id: str = ""  # what a follow-up continues; "" after /new
+    last_session_id: str = ""  # the latest session, kept across /new for "continue that one"
+    pending_transcript: str = ""
+    pending_correction: str = ""  # session id of a handoff whose correction the next reply is
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedInstruction:
+    id: int
+    chat_id: int
+    text: str
+    source: str
+    status: QueueStatus
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    id: int
+    chat_id: int
+    instruction: str
+    session_id: str
+    project: str
+    status: RunStatus
+    started_at: float
+    finished_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Callback:
+    token: str
+    chat_id: int
+    user_id: int
+    action: str
+    payload: dict[str, Any]
+    expires_at: float
+    used_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffReview:
+    session_id: str
+    chat_id: int
+    message_id: int | None
+    state: ReviewState
+    correction: str
+    updated_at: float
+
+
+def _check(value: str, allowed: Any, what: str) -> None:
+    if value not in get_args(allowed):
+        raise ValueError(f"unknown {what} {value!r} (known: {', '.join(get_args(allowed))})")
+
+
+def _dumps(payload: Mapping[str, Any]) -> str:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+_UPDATE_COLS = "update_id, chat_id, user_id, kind, payload, status, received_at, handled_at"
+_CHAT_COLS = "chat_id, project, session_id, last_session_id, pending_transcript, pending_correction"
+_QUEUE_COLS = "id, chat_id, text, source, status, created_at"
+_RUN_COLS = "id, chat_id, instruction, session_id, project, status, started_at, finished_at"
+_CALLBACK_COLS = "token, chat_id, user_id, action, payload, expires_at, used_at"
+_REVIEW_COLS = "session_id, chat_id, message_id, state, correction, updated_at"
+
+
+def _update(row: Sequence[Any]) -> StoredUpdate:
+    return StoredUpdate(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], row[6], row[7])
+
+
+def _run(row: Sequence[Any]) -> Run:
+    return Run(*row)
+
+
+def _queued(row: Sequence[Any]) -> QueuedInstruction:
+    return QueuedInstruction(*row)
+
+
+def _review(row: Sequence[Any]) -> HandoffReview:
+    return HandoffReview(*row)
+
+
+class BotState:
+    """The bot's durable state. Open with :meth:`open`, close with :meth:`close`; every method is a coroutine."""
+
+    def __init__(self, db: Database, clock: Callable[[], float]) -> None:
+        self._db = db
+        self._clock = clock
+
+    @classmethod
+    async def open(
+        cls, path: Path, *, busy_timeout_ms: int = 30_000, clock: Callable[[], float] = time.time
+    ) -> BotState:
+        db = await Database.open(path, busy_timeout_ms=busy_timeout_ms, migrations=MIGRATIONS)
+        return cls(db, clock)
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    @property
+    def path(self) -> Path:
+        return self._db.path
+
+    async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        async with self._db.conn.execute(sql, params) as cur:
+            return list(await cur.fetchall())
+
+    async def _one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
+        async with self._db.conn.execute(sql, params) as cur:
+            return await cur.fetchone()
+
+    # -- updates ---------------------------------------------------------------------------------------
+
+    async def claim_update(
+        self, update_id: int, chat_id: int | None, user_id: int | None, kind: str, payload: Mapping[str, Any]
+    ) -> bool:
+        """Store an update; True only the first time its id is seen, so a redelivery is handled never again."""
+        async with self._db.write() as conn:
+            cur = await conn.execute(
+                "INSERT OR IGNORE INTO updates(update_id, chat_id, user_id, kind, payload, received_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (update_id, chat_id, user_id, kind, _dumps(payload), self._clock()),
+            )
+            return cur.rowcount == 1
+
+    async def mark_update(self, update_id: int, status: UpdateStatus) -> None:
+        _check(status, UpdateStatus, "update status")
+        handled = self._clock() if status in ("done", "failed", "interrupted") else None
+        async with self._db.write() as conn:
+            await conn.execute(
+                "UPDATE updates SET status = ?, handled_at = ? WHERE update_id = ?", (status, handled, update_id)
+            )
+
+    async def pending_updates(self) -> list[StoredUpdate]:
+        """Updates a previous process stored but did not finish, oldest first.
+
+        ``received`` ones were never started and are safe to handle now; ``handling`` ones were cut
+        mid-way: their effects may have happened, so the bot reports them instead of handling them again.
+        """
+        rows = await self._all(
+            f"SELECT {_UPDATE_COLS} FROM updates WHERE status IN ('received', 'handling') ORDER BY update_id"
+        )
+        return [_update(r) for r in rows]
+
+    async def get_update(self, update_id: int) -> StoredUpdate | None:
+        row = await self._one(f"SELECT {_UPDATE_COLS} FROM updates WHERE update_id = ?", (update_id,))
+        return _update(row) if row else None
+
+    async def last_update_id(self) -> int | None:
+        row = await self._one("SELECT max(update_id) FROM updates")
+        return int(row[0]) if row and row[0] is not None else None
+
+    async def prune_updates(self, older_than_s: float = 7 * 86400) -> int:
+        """Forget finished updates older than that. Telegram keeps updates 24 h and restarts ids at random after
+        a quiet week, so an old id must not linger and swallow a new update that reuses it."""
+        cutoff = self._clock() - older_than_s
+        async with self._db.write() as conn:
+            cur = await conn.execute(
+                "DELETE FROM updates WHERE received_at < ? AND status NOT IN ('received', 'handling')", (cutoff,)
+            )
+            return cur.rowcount
+
+    # -- chats -----------------------------------------------------------------------------------------
+
+    async def chat(self, chat_id: int) -> ChatState:
+        row = await self._one(f"SELECT {_CHAT_COLS} FROM chats WHERE chat_id = ?", (chat_id,))
+        return ChatState(*row) if row else ChatState(chat_id)
+
+    async def _set_chat(self, chat_id: int, assignments: str, params: Sequence[Any]) -> None:
+        async with self._db.write() as conn:
+            await conn.execute(
+                "INSERT INTO chats(chat_id, updated_at) VALUES (?, ?) ON CONFLICT(chat_id) DO NOTHING",
+                (chat_id, self._clock()),
+            )
+            await conn.execute(
+                f"UPDATE chats SET {assignments}, updated_at = ? WHERE chat_id = ?", (*params, self._clock(), chat_id)
+            )
+
+    async def set_project(self, chat_id: int, project: str) -> None:
+        """Switch the chat's folder. The current session belongs to the old folder, so follow-ups start anew."""
+        await self._set_chat(chat_id, "project = ?, session_id = ''", (project,))
+
+    async def set_session(self, chat_id: int, session_id: str | None) -> None:
+        """The session follow-ups continue; None (``/new``) clears it and keeps it as the last session."""
+        if session_id:
+            await self._set_chat(chat_id, "session_id = ?, last_session_id = ?", (session_id, session_id))
+        else:
+            await self._set_chat(chat_id, "session_id = ''", ())
+
+    async def set_pending_transcript(self, chat_id: int, text: str) -> None:
+        await self._set_chat(chat_id, "pending_transcript = ?", (text,))
+
+    async def set_pending_correction(self, chat_id: int, session_id: str) -> None:
+        await self._set_chat(chat_id, "pending_correction = ?", (session_id,))
+
+    # -- queue -----------------------------------------------------------------------------------------
+
+    async def enqueue(self, chat_id: int, text: str, source: str) -> int:
+        now = self._clock()
+        async with self._db.write() as conn:
+            cur = await conn.execute(
+                "INSERT INTO queue(chat_id, text, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+                (chat_id, text, source, now, now),
+            )
+            return int(cur.lastrowid or 0)
+
+    async def next_queued(self, chat_id: int) -> QueuedInstruction | None:
+        row = await self._one(
+            f"SELECT {_QUEUE_COLS} FROM queue WHERE chat_id = ? AND status = 'queued' ORDER BY id LIMIT 1", (chat_id,)
+        )
+        return _queued(row) if row else None
+
+    async def queued(self, chat_id: int) -> list[QueuedInstruction]:
+        """What waits in this chat, oldest first (for ``/status``)."""
+        rows = await self._all(
+            f"SELECT {_QUEUE_COLS} FROM queue WHERE chat_id = ? AND status = 'queued' ORDER BY id", (chat_id,)
+        )
+        return [_queued(r) for r in rows]
+
+    async def mark_queued(self, queue_id: int, status: QueueStatus) -> None:
+        _check(status, QueueStatus, "queue status")
+        async with self._db.write() as conn:
+            await conn.execute(
+                "UPDATE queue SET status = ?, updated_at = ? WHERE id = ?", (status, self._clock(), queue_id)
+            )
+
+    # -- runs ------------------------------------------------------------------------------------------
+
+    async def start_run(self, chat_id: int, instruction: str, session_id: str = "", project: str = "") -> int:
+        """Record a session run; raises ChatBusyError if the chat already has one running."""
+        try:
+            async with self._db.write() as conn:
+                cur = await conn.execute(
+                    "INSERT INTO runs(chat_id, instruction, session_id, project, started_at) VALUES (?, ?, ?, ?, ?)",
+                    (chat_id, instruction, session_id, project, self._clock()),
+                )
+                return int(cur.lastrowid or 0)
+        except sqlite3.IntegrityError as exc:
+            raise ChatBusyError(chat_id) from exc
+
+    async def set_run_session(self, run_id: int, session_id: str) -> None:
+        """The session id is known only once the CLI has started; store it so an interrupted run can resume."""
+        async with self._db.write() as conn:
+            await conn.execute("UPDATE runs SET session_id = ? WHERE id = ?", (session_id, run_id))
+
+    async def finish_run(self, run_id: int, status: RunStatus) -> None:
+        _check(status, RunStatus, "run status")
+        async with self._db.write() as conn:
+            await conn.execute(
+                "UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, self._clock(), run_id)
+            )
+
+    async def running(self, chat_id: int) -> Run | None:
+        row = await self._one(f"SELECT {_RUN_COLS} FROM runs WHERE chat_id = ? AND status = 'running'", (chat_id,))
+        return _run(row) if row else None
+
+    async def get_run(self, run_id: int) -> Run | None:
+        row = await self._one(f"SELECT {_RUN_COLS} FROM runs WHERE id = ?", (run_id,))
+        return _run(row) if row else None
+
+    async def interrupted_runs(self) -> list[Run]:
+        """At startup: runs (and queued instructions) a previous process left running, now marked interrupted.
+
+        Call once before handling updates. The returned runs keep their session id, so the bot can offer to
+        resume; nothing is re-run here.
+        """
+        now = self._clock()
+        async with self._db.write() as conn:
+            async with conn.execute(
+                f"UPDATE runs SET status = 'interrupted', finished_at = ? WHERE status = 'running' "
+                f"RETURNING {_RUN_COLS}",
+                (now,),
+            ) as cur:
+                rows = list(await cur.fetchall())
+            await conn.execute(
+                "UPDATE queue SET status = 'interrupted', updated_at = ? WHERE status = 'running'", (now,)
+            )
+        return sorted((_run(r) for r in rows), key=lambda r: r.id)
+
+    async def recent_runs(self, chat_id: int, limit: int = 10) -> list[Run]:
+        rows = await self._all(
+            f"SELECT {_RUN_COLS} FROM runs WHERE chat_id = ? ORDER BY id DESC LIMIT ?", (chat_id, limit)
+        )
+        return [_run(r) for r in rows]
+
+    # -- callbacks -------------------------------------------------------------------------------------
+
+    async def new_callback(
+        self,
+        chat_id: int,
+        user_id: int,
+        action: str,
+        payload: Mapping[str, Any],
+        ttl_s: float,
+        *,
+        group: str | None = None,
+    ) -> str:
+        """A button token (22 url-safe characters, well under Telegram's 64-byte callback_data).
+
+        Buttons given the same ``group`` (e.g. Allow / Deny of one request) are retired together on a press.
+        """
+        token = secrets.token_urlsafe(16)
+        now = self._clock()
+        async with self._db.write() as conn:
+            await conn.execute(
+                "INSERT INTO callbacks(token, grp, chat_id, user_id, action, payload, created_at, expires_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (token, group or token, chat_id, user_id, action, _dumps(payload), now, now + ttl_s),
+            )
+        return token
+
+    async def use_callback(self, token: str, user_id: int, now: float | None = None) -> Callback | None:
+        """Spend a button once: None if the token is unknown, for another user, already used or expired."""
+        at = self._clock() if now is None else now
+        async with self._db.write() as conn:
+            async with conn.execute(
+                "UPDATE callbacks SET used_at = ? "
+                "WHERE token = ? AND user_id = ? AND used_at IS NULL AND expires_at > ? "
+                f"RETURNING {_CALLBACK_COLS}, grp",
+                (at, token, user_id, at),
+            ) as cur:
+                row = await cur.fetchone()
+            if row is None:
+                return None
+            await conn.execute("UPDATE callbacks SET used_at = ? WHERE grp = ? AND used_at IS NULL", (at, row[7]))
+        return Callback(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], row[6])
+
+    async def retire_callbacks(self, group: str) -> None:
+        """Kill a prompt's buttons without a press (e.g. an approval that timed out)."""
+        async with self._db.write() as conn:
+            await conn.execute(
+                "UPDATE callbacks SET used_at = ? WHERE grp = ? AND used_at IS NULL", (self._clock(), group)
+            )
+
+    async def prune_callbacks(self, older_than_s: float = 86400) -> int:
+        cutoff = self._clock() - older_than_s
+        async with self._db.write() as conn:
+            cur = await conn.execute("DELETE FROM callbacks WHERE expires_at < ?", (cutoff,))
+            return cur.rowcount
+
+    # -- handoff reviews -------------------------------------------------------------------------------
+
+    async def review(self, session_id: str, chat_id: int, message_id: int | None) -> HandoffReview:
+        """Record a handoff posted for review (or re-posted: the message id moves, the state stays)."""
+        now = self._clock()
+        async with self._db.write() as conn:
+            await conn.execute(
+                "INSERT INTO handoff_reviews(session_id, chat_id, message_id, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
+                "chat_id = excluded.chat_id, message_id = excluded.message_id, updated_at = excluded.updated_at",
+                (session_id, chat_id, message_id, now, now),
+            )
+        found = await self.get_review(session_id)
+        assert found is not None  # just written
+        return found
+
+    async def set_review(self, session_id: str, state: ReviewState, correction: str = "") -> HandoffReview | None:
+        _check(state, ReviewState, "review state")
+        async with self._db.write() as conn:
+            await conn.execute(
+                "UPDATE handoff_reviews SET state = ?, correction = ?, updated_at = ? WHERE session_id = ?",
+                (state, correction, self._clock(), session_id),
+            )
+        return await self.get_review(session_id)
+
+    async def get_review(self, session_id: str) -> HandoffReview | None:
+        row = await self._one(f"SELECT {_REVIEW_COLS} FROM handoff_reviews WHERE session_id = ?", (session_id,))
+        return _review(row) if row else None
+
+    async def review_for_message(self, chat_id: int, message_id: int) -> HandoffReview | None:
+        """The handoff a reply points at, so a reply to the posted handoff becomes its correction."""
+        row = await self._one(
+            f"SELECT {_REVIEW_COLS} FROM handoff_reviews WHERE chat_id = ? AND message_id = ?", (chat_id, message_id)
+        )
+        return _review(row) if row else None
+
+    async def pending_reviews(self, chat_id: int) -> list[HandoffReview]:
+        rows = await self._all(
+            f"SELECT {_REVIEW_COLS} FROM handoff_reviews WHERE chat_id = ? AND state = 'pending' ORDER BY created_at",
+            (chat_id,),
+        )
+        return [_review(r) for r in rows]

@@ -1,0 +1,124 @@
+"""`macupos memory script | rebuild | facts load/export/show`: the structured facts from the shell."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+import click
+
+from memory.errors import MemoryStoreError
+from memory.facts.api import FactsApi
+from memory.facts.model import FactsError
+from memory.settings import MemorySettings
+
+__all__ = ["facts_group", "rebuild_cmd", "script_cmd"]
+
+R = TypeVar("R")
+
+
+def _with_api(fn: Callable[[FactsApi], Awaitable[R]]) -> R:
+    settings = click.get_current_context().find_object(MemorySettings)
+    if settings is None:
+        raise click.UsageError("memory settings were not provided")
+
+    async def main() -> R:
+        api = await FactsApi.open(settings.home, settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
+        try:
+            return await fn(api)
+        finally:
+            await api.close()
+
+    try:
+        return asyncio.run(main())
+    except (MemoryStoreError, FactsError) as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _as_of(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise click.BadParameter(f"not an ISO-8601 date: {value}", param_hint="--as-of") from exc
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@click.command("script")
+@click.argument("text", required=False)
+@click.option("--file", "file", type=click.Path(path_type=Path, dir_okay=False), help="Read the script from F.")
+@click.option("--as-of", help="Run as if now were this ISO-8601 time (decay, lifecycle, timestamps).")
+def script_cmd(text: str | None, file: Path | None, as_of: str | None) -> None:
+    """Run a Tcl memory script (remember, recall, search, link, consolidate, sweep, respond, ...).
+
+    Prints what `respond` set, else the script's result. On an error prints `error: ... (line N)`
+    and exits 1; a failed script changes nothing.
+    """
+    if (text is None) == (file is None):
+        raise click.UsageError("give the script as TEXT or with --file F (one of them)")
+    if file is not None:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise click.ClickException(f"cannot read {file}: {exc.strerror or exc}") from exc
+    when = _as_of(as_of)
+    assert text is not None
+    result = _with_api(lambda api: api.run_script(text, as_of=when, provenance="cli"))
+    if not result.ok:
+        click.echo(result.text, err=True)
+        sys.exit(1)
+    if result.text:
+        click.echo(result.text)
+
+
+@click.command("rebuild")
+def rebuild_cmd() -> None:
+    """Rebuild the facts tables from the event log (every origin file), then rewrite the snapshot."""
+
+    async def run(api: FactsApi) -> tuple[int, int]:
+        n = await api.rebuild()
+        return n, (await api.world())["memories"]
+
+    events, memories = _with_api(run)
+    click.echo(f"replayed {events} event(s): {memories} memories")
+
+
+@click.group("facts")
+def facts_group() -> None:
+    """Structured facts: the readable snapshot and the injected tier."""
+
+
+@facts_group.command("load")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+def load_cmd(file: Path) -> None:
+    """Re-apply a (hand-edited) snapshot FILE: new lines added, changed ones replaced."""
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {file}: {exc.strerror or exc}") from exc
+    report = _with_api(lambda api: api.load_snapshot(text, provenance=f"snapshot {file.name}"))
+    click.echo(f"added {report.added}, replaced {report.replaced}, unchanged {report.unchanged}")
+    for line, why in report.rejected:
+        click.echo(f"  line {line}: {why}", err=True)
+    if report.rejected:
+        sys.exit(1)
+
+
+@facts_group.command("export")
+def export_cmd() -> None:
+    """Print the snapshot (replayable remember/link lines)."""
+    click.echo(_with_api(lambda api: api.export_snapshot()), nl=False)
+
+
+@facts_group.command("show")
+@click.option("--as-of", help="Rank as if now were this ISO-8601 time.")
+def show_cmd(as_of: str | None) -> None:
+    """Print the injection tier (at most 12 lines) a session would start with."""
+    when = _as_of(as_of)
+    for line in _with_api(lambda api: api.tiered_injection(when)):
+        click.echo(line)

@@ -1,0 +1,39 @@
+"""The `memory(script)` MCP tool through a real MCP client against `python -m memory.mcp_server`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _text(result: object) -> str:
+    return "\n".join(str(getattr(c, "text", "")) for c in getattr(result, "content", []))
+
+
+async def test_memory_tool_runs_scripts_and_reports_errors_as_tool_errors(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "CLAUDE_", "ANTHROPIC_"))}
+    env |= {"MACUPOS_HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / "claude"), "CODEX_HOME": str(home / "codex")}
+    env |= {"MACUPOS_MEMORY_LLM": "0", "PYTHONPATH": str(REPO)}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memory.mcp_server"], env=env, cwd=str(REPO))
+    with (tmp_path / "stderr.log").open("a") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert tools["memory"].input_schema["required"] == ["script"]
+            stored = await client.call_tool(
+                "memory", {"script": "remember dog user Fact predicate has-dog object Corgi\nrespond noted"}
+            )
+            assert not stored.is_error and _text(stored) == "noted"
+            recalled = await client.call_tool("memory", {"script": "recall user"})
+            assert "object Corgi" in _text(recalled)
+            failed = await client.call_tool("memory", {"script": "set x 1\nexec ls"})
+            assert failed.is_error and "(line 2)" in _text(failed)
+    snapshot = (home / "facts" / "snapshot.tcl").read_text()
+    assert "remember dog user Fact predicate has-dog object Corgi" in snapshot
