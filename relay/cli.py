@@ -124,3 +124,101 @@ def ask_cmd(
         f"\nsession {result.session_id} · {result.usage.tokens} tokens · {result.duration_s:.1f} s · {cost}"
         + (f" · {result.subtype}" if result.subtype != "success" else "")
     )
+
+
+def _stage_line(event: Any) -> str:
+    cost = "cost unknown" if event.usage.cost_usd is None else f"${event.usage.cost_usd:.4f}"
+    step = f" r{event.round}" if event.stage in ("audit", "revise") else ""
+    mark = "" if event.ok else " · FAILED"
+    return (
+        f"{event.stage}{step} · {event.engine} · {event.model or 'default model'} · {event.duration_s:.1f} s · "
+        f"{event.usage.tokens} tokens · {cost}{mark}"
+    )
+
+
+async def _run(
+    settings: RelaySettings,
+    task: str,
+    project: Path,
+    stages: tuple[str, ...],
+    max_rounds: int,
+    executor: str,
+    progress: Callable[[str], None],
+) -> Any:
+    from memory.api import Eywa
+    from relay.codex import CodexEngine
+    from relay.events import RelayEvent, StageEnd
+    from relay.ledger import Ledger
+    from relay.rpa import run_rpa
+
+    async def on_event(event: RelayEvent) -> None:
+        if isinstance(event, StageEnd):
+            progress(_stage_line(event))
+
+    async with await Eywa.open(settings.memory) as eywa:
+        ledger: Ledger | None = Ledger(eywa.db)
+        if ledger is not None and not await ledger.available():
+            ledger = None
+        engine = await CodexEngine.start(env=settings.env)
+        try:
+            return await run_rpa(
+                task,
+                settings=settings,
+                project_dir=project,
+                eywa=eywa,
+                codex=engine,
+                stages=stages,
+                max_rounds=max_rounds,
+                on_event=on_event,
+                ledger=ledger,
+                executor="claude" if executor == "claude" else "codex",
+            )
+        finally:
+            await engine.aclose()
+
+
+@relay_group.command("run")
+@click.argument("task")
+@click.option(
+    "--project",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The project folder the run works in.",
+)
+@click.option(
+    "--stages",
+    default="research,plan,audit,execute,review",
+    show_default=True,
+    help="Comma-separated stages to run, always in this order.",
+)
+@click.option("--max-rounds", type=click.IntRange(1, 10), default=3, show_default=True, help="Audit rounds at most.")
+@click.option(
+    "--executor", type=click.Choice(["codex", "claude"]), default="codex", show_default=True, help="Who executes."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the run report as one JSON object.")
+@click.pass_context
+def run_cmd(
+    ctx: click.Context, task: str, project: Path, stages: str, max_rounds: int, executor: str, as_json: bool
+) -> None:
+    """Research → Plan → Audit → execute → review on TASK; a progress line per stage, then the report.
+
+    Exits 1 when a stage failed; a plan that was not approved is a finished run (exit 0, approved false).
+    """
+    settings = _settings(ctx)
+    wanted = tuple(s.strip() for s in stages.split(",") if s.strip())
+
+    def progress(line: str) -> None:
+        click.echo(line, err=as_json)  # stdout stays one JSON object with --json
+
+    try:
+        report = asyncio.run(_run(settings, task, project, wanted, max_rounds, executor, progress))
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    except (RelayError, MemoryStoreError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), ensure_ascii=False))
+    else:
+        click.echo("\n" + report.summary)
+    if report.error:
+        ctx.exit(1)

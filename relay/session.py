@@ -165,6 +165,7 @@ class ClaudeSession:
         # A new session gets its id from us, so even a run killed before the CLI reports it can be ingested.
         self.session_id = resume or str(uuid.uuid4())
         self.grounding = ""  # the system-prompt appendix the CLI was started with
+        self.model = ""  # the model of the latest result, as the CLI reported it
         self._can_use_tool = can_use_tool
         self._on_event = on_event
         self._client: ClaudeSDKClient | None = None
@@ -462,6 +463,7 @@ class ClaudeSession:
 
     def _result(self, message: sdk.ResultMessage, texts: list[str]) -> SessionResult:
         self._note_session(message.session_id)
+        self.model = next(iter(message.model_usage or {}), "") or self.model
         # The CLI reports the session's running total; a resumed process may start from zero again.
         total = message.total_cost_usd
         cost: float | None = None

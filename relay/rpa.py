@@ -1,0 +1,622 @@
+"""Research → Plan → Audit, driven by the relay itself: ``run_rpa(task, …) -> RunReport``.
+
+research (Claude, read-only tools) → plan (Codex, plan stage: highest effort, read-only) → audit (Claude,
+JSON verdict) → revise on the plan's thread until approved or ``max_rounds`` audits → execute (Codex
+workspace-write, or Claude) → review by the other engine (JSON verdict) → at most one fix round by the
+executing engine → report. Claude's research, audits and (when Codex executes) review are follow-ups on
+one live read-only session, so the audit knows what the research traced and only one CLI starts.
+
+Every stage writes ``$MACUPOS_HOME/runs/<run-id>/NN-<stage>.md``, emits StageStart / StageEnd and puts a
+ledger row with the run id. At the end the Claude sessions are closed (which ingests them into memory
+with the run's Codex rollouts) and each rollout is linked to the run's first Claude session as one of its
+subagent sessions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from memory.api import Eywa
+from memory.errors import MemoryStoreError
+from relay.artifacts import ArtifactHeader, artifact_name, new_run_id, write_artifact
+from relay.codex import CodexEngine, CodexTurn, find_rollout
+from relay.errors import CodexError, RelayError
+from relay.events import StageEnd, StageStart, Usage
+from relay.ledger import Ledger
+from relay.session import CanUseTool, ClaudeSession, EventSink
+from relay.settings import RelaySettings
+from relay.stages import StageConfig, stage_configs
+
+__all__ = ["READ_ONLY_TOOLS", "RPA_STAGES", "RunReport", "StageOutcome", "Verdict", "parse_verdict", "run_rpa"]
+
+logger = logging.getLogger(__name__)
+
+RPA_STAGES: tuple[str, ...] = ("research", "plan", "audit", "execute", "review")
+READ_ONLY_TOOLS: tuple[str, ...] = ("Read", "Grep", "Glob", "LS")
+# Denied outright in the read-only session: deny rules beat any allow rule in the owner's settings.
+_WRITE_TOOLS: tuple[str, ...] = ("Edit", "Write", "MultiEdit", "NotebookEdit", "Bash")
+Executor = Literal["codex", "claude"]
+
+_JSON_FENCE = re.compile(r"```json[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    verdict: Literal["approve", "revise"]
+    findings: tuple[str, ...]
+    valid: bool = True
+
+
+def parse_verdict(text: str) -> Verdict:
+    """Exactly one ```json block holding ``{"verdict": "approve"|"revise", "findings": [str, …]}``.
+
+    Anything else is a "revise" whose one finding says what was wrong, so a malformed verdict costs a round
+    (bounded by max_rounds) instead of being guessed at.
+    """
+    blocks = _JSON_FENCE.findall(text)
+    problem = ""
+    if len(blocks) != 1:
+        problem = f"expected exactly one ```json block, found {len(blocks)}"
+    else:
+        try:
+            data = json.loads(blocks[0])
+        except json.JSONDecodeError as exc:
+            data, problem = None, f"the json block does not parse ({exc.msg} at line {exc.lineno})"
+        if not problem:
+            problem = _verdict_problem(data)
+        if not problem:
+            findings = tuple(str(f).strip() for f in data["findings"])
+            return Verdict(data["verdict"], findings)
+    return Verdict("revise", (f"The verdict could not be read: {problem}.",), valid=False)
+
+
+def _verdict_problem(data: Any) -> str:
+    if not isinstance(data, dict) or set(data) != {"verdict", "findings"}:
+        return 'it must be an object with exactly the keys "verdict" and "findings"'
+    if data["verdict"] not in ("approve", "revise"):
+        return f'"verdict" must be "approve" or "revise", not {data["verdict"]!r}'
+    findings = data["findings"]
+    if not isinstance(findings, list) or not all(isinstance(f, str) and f.strip() for f in findings):
+        return '"findings" must be a list of non-empty strings'
+    if data["verdict"] == "revise" and not findings:
+        return '"revise" needs at least one finding'
+    return ""
+
+
+_VERDICT_FORMAT = (
+    "End your answer with exactly one fenced block, and no other ```json block:\n"
+    '```json\n{"verdict": "approve" | "revise", "findings": ["one finding per string, most severe first"]}\n```\n'
+)
+
+
+def _quoted(tag: str, text: str) -> str:
+    # Output of the other engine is material to judge, never instructions: fence it as such.
+    return f"<{tag}>\n{text.strip() or '(empty)'}\n</{tag}>"
+
+
+def _header(stage: str, run_dir: Path, round_: int | None = None) -> str:
+    step = f", round {round_}" if round_ is not None else ""
+    return f"[RPA run {run_dir.name} · stage {stage}{step} · artifacts in {run_dir}]"
+
+
+def _research_prompt(task: str, run_dir: Path) -> str:
+    return (
+        f"{_header('research', run_dir)}\n\nTask: {task}\n\n"
+        "Trace the code and dependencies this task touches, with read-only tools only; change nothing. "
+        "Report the facts a planner needs: files and functions with paths, current behaviour, constraints, "
+        "risks, and the acceptance criteria that will show the task is done."
+    )
+
+
+def _plan_prompt(task: str, research: str) -> tuple[str, str]:
+    ask = f"Write the implementation plan for this task: {task}\nChange nothing; reply with the complete plan."
+    return ask, (f"Research notes by Claude:\n{research}" if research.strip() else "")
+
+
+def _audit_prompt(task: str, plan: str, round_: int, max_rounds: int, run_dir: Path) -> str:
+    return (
+        f"{_header('audit', run_dir, round_)}\n\nAudit round {round_} of at most {max_rounds} for the task: "
+        f"{task}\n\nCodex wrote the plan below. Check it against the code you traced (read-only tools): "
+        'correctness, missed files or callers, acceptance criteria, risks. "approve" only if it can be executed '
+        'as is; otherwise "revise" with concrete findings.\n\n'
+        f"{_quoted('plan', plan)}\n\n{_VERDICT_FORMAT}"
+    )
+
+
+def _revise_prompt(findings: Sequence[str], audit: str) -> str:
+    listed = "\n".join(f"{n}. {f}" for n, f in enumerate(findings, 1))
+    return (
+        f"The auditor (Claude) asks for a revised plan. Findings:\n{listed}\n\n"
+        f"The auditor's full notes:\n{_quoted('audit', audit)}\n\n"
+        "Revise the plan so that every finding is addressed; reply with the complete revised plan."
+    )
+
+
+def _execute_prompt(task: str, plan: str) -> tuple[str, str]:
+    ask = (
+        f"Carry out this approved plan in the workspace for the task: {task}\n"
+        "Then report what changed (files) and how it was checked."
+    )
+    return ask, f"The approved plan:\n{_quoted('plan', plan)}"
+
+
+def _review_prompt(task: str, plan: str, report: str, executor: str, run_dir: Path) -> str:
+    return (
+        f"{_header('review', run_dir)}\n\n{executor} executed the approved plan for the task: {task}\n"
+        "Review the change in the workspace without changing anything: bugs, risks, missed acceptance "
+        f'criteria. "approve" with no findings if it is done.\n\n{_quoted("plan", plan)}\n\n'
+        f"{_quoted('execution-report', report)}\n\n{_VERDICT_FORMAT}"
+    )
+
+
+def _fix_prompt(findings: Sequence[str], review: str, reviewer: str) -> str:
+    listed = "\n".join(f"{n}. {f}" for n, f in enumerate(findings, 1)) or "(see the review)"
+    return (
+        f"The reviewer ({reviewer}) found:\n{listed}\n\nThe full review:\n{_quoted('review', review)}\n\n"
+        "Fix these findings in the workspace, then report what changed."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StageOutcome:
+    index: int  # NN: the order in the run
+    stage: str  # research | plan | audit | revise | execute | review | fix
+    round: int
+    engine: str
+    model: str
+    duration_s: float
+    usage: Usage
+    artifact: Path
+    thread_id: str
+    ok: bool = True
+    verdict: str | None = None
+    findings: tuple[str, ...] = ()
+    answer: str = field(default="", repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "stage": self.stage,
+            "round": self.round,
+            "engine": self.engine,
+            "model": self.model,
+            "duration_s": round(self.duration_s, 3),
+            "tokens": self.usage.tokens,
+            "cost_usd": self.usage.cost_usd,
+            "artifact": str(self.artifact),
+            "thread_id": self.thread_id,
+            "ok": self.ok,
+            "verdict": self.verdict,
+            "findings": list(self.findings),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    run_id: str
+    approved: bool  # the plan passed the audit (True when no audit stage was asked for)
+    rounds: int  # audit rounds run
+    stages: list[StageOutcome]
+    summary: str  # phone-sized
+    cost_usd: float | None  # sum of the known prices; None when no stage reported one
+    tokens: int
+    duration_s: float
+    artifacts_dir: Path
+    error: str = ""  # set when a stage failed and the run stopped there
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "approved": self.approved,
+            "rounds": self.rounds,
+            "stages": [s.to_dict() for s in self.stages],
+            "summary": self.summary,
+            "cost_usd": self.cost_usd,
+            "tokens": self.tokens,
+            "duration_s": round(self.duration_s, 3),
+            "artifacts_dir": str(self.artifacts_dir),
+            "error": self.error,
+        }
+
+
+def _check_stages(stages: Sequence[str], max_rounds: int) -> frozenset[str]:
+    wanted = frozenset(stages)
+    unknown = sorted(wanted - set(RPA_STAGES))
+    if unknown:
+        raise ValueError(f"unknown RPA stage(s) {unknown} (known: {', '.join(RPA_STAGES)})")
+    if not wanted:
+        raise ValueError("an RPA run needs at least one stage")
+    if "audit" in wanted and "plan" not in wanted:
+        raise ValueError("the audit stage needs the plan stage")
+    if "review" in wanted and "execute" not in wanted:
+        raise ValueError("the review stage needs the execute stage")
+    if max_rounds < 1:
+        raise ValueError(f"max_rounds must be at least 1, not {max_rounds}")
+    return wanted
+
+
+class _Run:
+    """The state of one run; every stage goes through :meth:`_claude` or :meth:`_codex`."""
+
+    def __init__(
+        self,
+        task: str,
+        *,
+        settings: RelaySettings,
+        project_dir: Path,
+        eywa: Eywa,
+        codex: CodexEngine,
+        configs: Mapping[str, StageConfig],
+        on_event: EventSink | None,
+        ledger: Ledger | None,
+        run_id: str,
+    ) -> None:
+        self.task = task
+        self.settings = settings
+        self.project_dir = project_dir
+        self.eywa = eywa
+        self.codex = codex
+        self.configs = configs
+        self.on_event = on_event
+        self.ledger = ledger
+        self.run_id = run_id
+        self.run_dir = settings.runs_dir / run_id
+        self.outcomes: list[StageOutcome] = []
+        self.sessions: list[ClaudeSession] = []  # in start order; the first is the rollouts' parent
+        self.used: set[int] = set()  # ids of the sessions that ran at least one stage
+        self.rollouts: list[Path] = []
+        self.approved = False
+        self.rounds = 0
+
+    async def emit(self, event: Any) -> None:
+        if self.on_event is not None:
+            await self.on_event(event)
+
+    # -- stages ---------------------------------------------------------------------------------
+
+    async def _claude(self, session: ClaudeSession, stage: str, round_: int, prompt: str) -> StageOutcome:
+        model = session.model or self.settings.claude_model or ""
+        await self.emit(StageStart(self.run_id, stage, "claude", model, round_))
+        started = time.monotonic()
+        session.stage = stage  # the ledger row of this turn carries it
+        self.used.add(id(session))
+        try:
+            result = await session.send(prompt)
+        except RelayError as exc:
+            await self._record_failure(stage, round_, "claude", model, started, session.session_id, exc)
+            raise
+        verdict = parse_verdict(result.answer) if stage in ("audit", "review") else None
+        return await self._record(
+            stage, round_, "claude", session.model or model, started, result.usage, session.session_id,
+            result.answer, verdict, ok=not result.is_error,
+        )  # fmt: skip
+
+    async def _codex(
+        self, stage: str, round_: int, config_name: str, task: str, *, context: str = "", thread_id: str | None = None
+    ) -> StageOutcome:
+        config = self.configs[config_name]
+        await self.emit(StageStart(self.run_id, stage, "codex", config.model or "", round_))
+        started = time.monotonic()
+        try:
+            turn = await self.codex.run_turn(
+                task, stage=config_name, cwd=self.project_dir, context=context, thread_id=thread_id, config=config
+            )
+            if turn.status != "completed":
+                self._keep_rollout(turn.rollout_path)
+                raise CodexError(f"Codex {stage} turn ended {turn.status}", thread_id=turn.thread_id, stage=stage)
+        except RelayError as exc:
+            failed = getattr(exc, "thread_id", "") or getattr(exc, "session_id", "") or thread_id or ""
+            if failed:
+                self._keep_rollout(await asyncio.to_thread(find_rollout, self.codex.codex_home, failed))
+            await self._record_failure(stage, round_, "codex", config.model or "", started, failed, exc)
+            raise
+        self._keep_rollout(turn.rollout_path)
+        await self._ledger_codex(turn, stage)
+        verdict = parse_verdict(turn.answer) if stage in ("audit", "review") else None
+        return await self._record(
+            stage, round_, "codex", turn.model, started, turn.usage, turn.thread_id, turn.answer, verdict
+        )
+
+    def _parent(self) -> ClaudeSession | None:
+        """The session the run's Codex turns belong to: the first one that ran a stage."""
+        return next((s for s in self.sessions if id(s) in self.used), None)
+
+    def _keep_rollout(self, path: Path | None) -> None:
+        if path is not None and path not in self.rollouts:
+            self.rollouts.append(path)
+
+    async def _ledger_codex(self, turn: CodexTurn, stage: str) -> None:
+        if self.ledger is None:
+            return
+        parent = self._parent()
+        await self.ledger.record(
+            engine="codex",
+            usage=turn.usage,
+            model=turn.model,
+            session_id=parent.session_id if parent is not None else "",
+            thread_id=turn.thread_id,
+            run_id=self.run_id,
+            stage=stage,
+            duration_s=turn.duration_s,
+            rollout_path=turn.rollout_path or "",
+        )
+
+    async def _record(
+        self,
+        stage: str,
+        round_: int,
+        engine: str,
+        model: str,
+        started: float,
+        usage: Usage,
+        thread_id: str,
+        answer: str,
+        verdict: Verdict | None,
+        *,
+        ok: bool = True,
+    ) -> StageOutcome:
+        duration = time.monotonic() - started
+        index = len(self.outcomes) + 1
+        numbered = stage in ("audit", "revise")
+        header = ArtifactHeader(
+            self.run_id, stage, round_, engine, model, duration, usage.tokens, usage.cost_usd, thread_id, ok
+        )
+        body = f"# {stage.capitalize()}" + (f" (round {round_})" if numbered else "") + f"\n\n{answer.strip()}\n"
+        if verdict is not None:
+            listed = "\n".join(f"{n}. {f}" for n, f in enumerate(verdict.findings, 1)) or "(no findings)"
+            body += f"\n## Verdict: {verdict.verdict}\n\n{listed}\n"
+        name = artifact_name(index, stage, round_ if numbered else None)
+        path = await asyncio.to_thread(write_artifact, self.run_dir, name, header, body)
+        outcome = StageOutcome(
+            index, stage, round_, engine, model, duration, usage, path, thread_id, ok,
+            verdict.verdict if verdict else None, verdict.findings if verdict else (), answer,
+        )  # fmt: skip
+        self.outcomes.append(outcome)
+        await self.emit(StageEnd(self.run_id, stage, engine, model, duration, usage, str(path), thread_id, ok, round_))
+        return outcome
+
+    async def _record_failure(
+        self, stage: str, round_: int, engine: str, model: str, started: float, thread_id: str, exc: RelayError
+    ) -> None:
+        await self._record(
+            stage, round_, engine, model, started, Usage(), thread_id, f"**Failed:** {exc}", None, ok=False
+        )
+
+    # -- flow -----------------------------------------------------------------------------------
+
+    async def go(
+        self,
+        wanted: frozenset[str],
+        max_rounds: int,
+        executor: Executor,
+        main: ClaudeSession,
+        open_session: Callable[..., Awaitable[ClaudeSession]],
+    ) -> None:
+        research = ""
+        if "research" in wanted:
+            research = (await self._claude(main, "research", 1, _research_prompt(self.task, self.run_dir))).answer
+        plan_text, plan_thread = "", None
+        if "plan" in wanted:
+            task, context = _plan_prompt(self.task, research)
+            planned = await self._codex("plan", 1, "plan", task, context=context)
+            plan_text, plan_thread = planned.answer, planned.thread_id
+        self.approved = True
+        if "audit" in wanted:
+            self.approved = False
+            for round_ in range(1, max_rounds + 1):
+                self.rounds = round_
+                prompt = _audit_prompt(self.task, plan_text, round_, max_rounds, self.run_dir)
+                audit = await self._claude(main, "audit", round_, prompt)
+                if audit.verdict == "approve":
+                    self.approved = True
+                    break
+                if round_ == max_rounds:
+                    break  # a revision nobody audits would be executed blind: stop here
+                message = _revise_prompt(audit.findings, audit.answer)
+                revised = await self._codex("revise", round_, "plan", message, thread_id=plan_thread)
+                plan_text = revised.answer
+        if not self.approved or "execute" not in wanted:
+            return
+        if executor == "codex":
+            task, context = _execute_prompt(self.task, plan_text)
+            done = await self._codex("execute", 1, "execute", task, context=context)
+            if "review" not in wanted:
+                return
+            review = await self._claude(
+                main, "review", 1, _review_prompt(self.task, plan_text, done.answer, "Codex", self.run_dir)
+            )
+            if review.findings or review.verdict != "approve":
+                message = _fix_prompt(review.findings, review.answer, "Claude")
+                await self._codex("fix", 1, "fix", message, thread_id=done.thread_id)
+            return
+        writer: ClaudeSession = await open_session(execute=True)
+        task, context = _execute_prompt(self.task, plan_text)
+        done = await self._claude(writer, "execute", 1, f"{task}\n\n{context}")
+        if "review" not in wanted:
+            return
+        review = await self._codex(
+            "review", 1, "review", _review_prompt(self.task, plan_text, done.answer, "Claude", self.run_dir)
+        )
+        if review.findings or review.verdict != "approve":
+            await self._claude(writer, "fix", 1, _fix_prompt(review.findings, review.answer, "Codex"))
+
+    async def close(self) -> None:
+        """Close the sessions (ingesting them with the rollouts), then link each rollout as a subagent."""
+        parent = self._parent()
+        if parent is not None:
+            for path in self.rollouts:
+                parent.add_linked_rollout(path)
+        for session in self.sessions:
+            await session.aclose()
+        existing = [p for p in self.rollouts if p.is_file()]
+        if parent is None:
+            if existing:
+                try:
+                    await self.eywa.ingest(existing)
+                except MemoryStoreError as exc:
+                    logger.warning("could not ingest the Codex rollouts of run %s: %s", self.run_id, exc)
+            return
+        for path in existing:
+            rollout_id = await asyncio.to_thread(_rollout_session_id, path)
+            try:
+                await self.eywa.link(rollout_id, parent_id=parent.session_id)
+            except MemoryStoreError as exc:
+                logger.warning("could not link %s to session %s: %s", rollout_id, parent.session_id, exc)
+
+    def report(self, started: float, error: str) -> RunReport:
+        priced = [o.usage.cost_usd for o in self.outcomes if o.usage.cost_usd is not None]
+        cost = sum(priced) if priced else None
+        tokens = sum(o.usage.tokens for o in self.outcomes)
+        duration = time.monotonic() - started
+        text = _summary(self.outcomes, self.approved, self.rounds, error, cost, tokens, duration, self.run_dir)
+        return RunReport(
+            self.run_id, self.approved, self.rounds, list(self.outcomes), text, cost, tokens, duration,
+            self.run_dir, error,
+        )  # fmt: skip
+
+
+def _clip(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _summary(
+    outcomes: Sequence[StageOutcome],
+    approved: bool,
+    rounds: int,
+    error: str,
+    cost: float | None,
+    tokens: int,
+    duration: float,
+    run_dir: Path,
+) -> str:
+    """A few lines for a phone: the outcome, open findings if any, totals, where the artifacts are."""
+    by_stage = {o.stage: o for o in outcomes}  # the last of each
+    lines: list[str] = []
+    if error:
+        failed = next((o.stage for o in reversed(outcomes) if not o.ok), "a stage")
+        lines.append(f"❌ Stopped at {failed}: {_clip(error, 160)}")
+    elif not approved:
+        lines.append(f"⛔ Plan not approved after {rounds} audit round(s): stopped before execute.")
+        audit = by_stage.get("audit")
+        for n, finding in enumerate(audit.findings[:3] if audit else (), 1):
+            lines.append(f"{n}. {_clip(finding, 120)}")
+    else:
+        parts = [f"plan approved in round {rounds}" if rounds else "plan written" if "plan" in by_stage else ""]
+        if "execute" in by_stage:
+            parts.append(f"executed by {by_stage['execute'].engine}")
+        review = by_stage.get("review")
+        if review is not None:
+            found = f"{len(review.findings)} finding(s)" if review.findings else "no findings"
+            parts.append(f"reviewed by {review.engine}: {review.verdict}, {found}")
+        if "fix" in by_stage:
+            parts.append(f"fixed by {by_stage['fix'].engine}")
+        lines.append("✅ " + ("; ".join(p for p in parts if p) or "done").capitalize() + ".")
+    price = "cost unknown" if cost is None else f"${cost:.4f}"
+    lines.append(f"{len(outcomes)} stages · {duration:.1f} s · {tokens:,} tokens · {price}")
+    lines.append(f"Artifacts: {run_dir}")
+    return "\n".join(lines)
+
+
+def _rollout_session_id(path: Path) -> str:
+    """Memory's id for a rollout: ``codex-<session_meta.payload.id>`` (the file name's uuid as a fallback)."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            first = json.loads(fh.readline() or "{}")
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        first = {}
+    payload = first.get("payload") if isinstance(first, dict) else None
+    raw = payload.get("id") if isinstance(payload, dict) else None
+    if not raw:
+        raw = "-".join(path.stem.split("-")[-5:])
+    return f"codex-{raw}"
+
+
+async def run_rpa(
+    task: str,
+    *,
+    settings: RelaySettings,
+    project_dir: Path,
+    eywa: Eywa,
+    codex: CodexEngine,
+    stages: Sequence[str] = RPA_STAGES,
+    max_rounds: int = 3,
+    on_event: EventSink | None = None,
+    ledger: Ledger | None = None,
+    facts_lines: Sequence[str] = (),
+    executor: Executor = "codex",
+    can_use_tool: CanUseTool | None = None,
+    run_id: str | None = None,
+) -> RunReport:
+    """Run the stages in their fixed order (``stages`` picks which) and report.
+
+    A failing stage (Claude or Codex error, timeout) stops the run: its artifact says why and the report
+    carries ``error``. ValueError for unknown stages or a stage without the one it depends on. The caller
+    owns ``codex`` (and its app-server); the Claude sessions are the run's own and always closed.
+    """
+    wanted = _check_stages(stages, max_rounds)
+    if executor not in ("codex", "claude"):
+        raise ValueError(f"executor must be 'codex' or 'claude', not {executor!r}")
+    configs = stage_configs(settings.codex_stages)
+    run = _Run(
+        task,
+        settings=settings,
+        project_dir=project_dir.resolve(),
+        eywa=eywa,
+        codex=codex,
+        configs=configs,
+        on_event=on_event,
+        ledger=ledger,
+        run_id=run_id or new_run_id(),
+    )
+    read_only = replace(
+        settings,
+        permission_mode="default",
+        allowed_tools=READ_ONLY_TOOLS,
+        disallowed_tools=tuple(dict.fromkeys((*settings.disallowed_tools, *_WRITE_TOOLS))),
+    )
+    # Claude executes with file edits allowed in the project, like Codex's workspace-write; shell commands
+    # still go to the approval hook and the owner's deny rules stay.
+    writer = replace(settings, permission_mode="acceptEdits")
+
+    async def open_session(*, execute: bool) -> ClaudeSession:
+        session = await ClaudeSession.start(
+            writer if execute else read_only,
+            project_dir=run.project_dir,
+            eywa=eywa,
+            facts_lines=facts_lines,
+            can_use_tool=can_use_tool if execute else None,
+            on_event=on_event,
+            ledger=ledger,
+            run_id=run.run_id,
+            stage="execute" if execute else "research",
+        )
+        run.sessions.append(session)
+        return session
+
+    started = time.monotonic()
+    error = ""
+    try:
+        main = await open_session(execute=False)
+        await run.go(wanted, max_rounds, executor, main, open_session)
+    except RelayError as exc:
+        error = str(exc)
+        logger.warning("RPA run %s stopped: %s", run.run_id, exc)
+    finally:
+        await run.close()
+    report = run.report(started, error)
+    body = report.summary + "\n\n" + "\n".join(f"- {o.artifact.name}" for o in report.stages)
+    header = ArtifactHeader(
+        run.run_id, "report", 1, "relay", "", report.duration_s, report.tokens, report.cost_usd, "", not error
+    )
+    name = artifact_name(len(report.stages) + 1, "report")
+    await asyncio.to_thread(write_artifact, run.run_dir, name, header, body)
+    return report
