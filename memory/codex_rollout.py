@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memory.jsonl import ReadStats, TextClipper, identity, iter_json_lines
 from memory.models import Block, BlockKind, Entry, SessionKind, Transcript
-from memory.transcript import ReadStats, TextClipper, identity, iter_json_lines
 
 __all__ = ["parse_codex_file"]
 

@@ -1,0 +1,136 @@
+"""Reading JSON-lines transcripts defensively, and clipping plus redacting the text they carry.
+
+Shared by the Claude Code and Codex parsers: a bad line becomes a reported problem, never an
+exception, and no line can make memory grow without bound.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from memory.models import LineProblem
+
+__all__ = ["MAX_LINE_BYTES", "PROSE_FACTOR", "JsonLine", "ReadStats", "TextClipper", "identity", "iter_json_lines"]
+
+MAX_LINE_BYTES = 64 * 1024 * 1024  # a longer line is skipped whole, so one runaway line cannot exhaust memory
+_REDACT_MARGIN = 256  # redact a little past the cut so a secret straddling it is still recognised
+_DECODER = json.JSONDecoder()
+
+
+def identity(text: str) -> str:
+    return text
+
+
+@dataclass(slots=True)
+class JsonLine:
+    line_no: int
+    obj: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ReadStats:
+    """Counters shared between the line iterator and the parser."""
+
+    path: str
+    problems: list[LineProblem] = field(default_factory=list)
+    lines_read: int = 0
+    bytes_read: int = 0
+
+    def problem(self, line_no: int, reason: str) -> None:
+        self.problems.append(LineProblem(self.path, line_no, reason))
+
+
+def iter_json_lines(fh: IO[bytes], reader: ReadStats) -> Iterator[JsonLine]:
+    """Yield each JSON object of a binary JSONL stream; malformed lines become problems, never exceptions."""
+    while True:
+        raw = fh.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        reader.lines_read += 1
+        reader.bytes_read += len(raw)
+        line_no = reader.lines_read
+        ends_nl = raw.endswith(b"\n")
+        if len(raw) > MAX_LINE_BYTES and not ends_nl:
+            while (more := fh.readline(1 << 20)) and not more.endswith(b"\n"):
+                reader.bytes_read += len(more)
+            reader.bytes_read += len(more)
+            reader.problem(line_no, "line too long")
+            continue
+        data = raw.strip()
+        if b"\x00" in data:
+            # A crash can leave NUL runs; report them, then salvage any JSON around them.
+            reader.problem(line_no, "nul bytes")
+            data = data.replace(b"\x00", b"").strip()
+            if not data:
+                continue
+        if not data:
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            reader.problem(line_no, "invalid utf-8")
+            continue
+        yield from _decode_line(text, line_no, ends_nl, reader)
+
+
+def _decode_line(text: str, line_no: int, ends_nl: bool, reader: ReadStats) -> Iterator[JsonLine]:
+    values: list[Any] = []
+    pos = 0
+    try:
+        while pos < len(text):
+            value, pos = _DECODER.raw_decode(text, pos)
+            values.append(value)
+            while pos < len(text) and text[pos] in " \t\r":
+                pos += 1
+    except json.JSONDecodeError:
+        if not values:
+            reader.problem(line_no, "invalid json" if ends_nl else "truncated last line")
+            return
+        reader.problem(line_no, "invalid json after the first value")
+    if len(values) > 1:
+        # Two appends without a newline between them: keep both objects.
+        reader.problem(line_no, "several json values on one line")
+    for value in values:
+        if isinstance(value, dict):
+            yield JsonLine(line_no, value)
+        else:
+            reader.problem(line_no, "not an object")
+
+
+PROSE_FACTOR = 10
+
+
+class TextClipper:
+    """Clip to the limit (keeping the head) and redact; counts what was dropped."""
+
+    def __init__(self, redact: Callable[[str], str], limit: int) -> None:
+        self.redact = redact
+        self.limit = max(limit, 0)
+        # What people and the model wrote is the memory itself: keep far more of it than of tool output.
+        self.prose_limit = self.limit * PROSE_FACTOR
+
+    def text(self, value: str, limit: int | None = None) -> tuple[str, int]:
+        limit = self.limit if limit is None else limit
+        if len(value) <= limit:
+            return self.redact(value), 0
+        head = self.redact(value[: limit + _REDACT_MARGIN])[:limit]
+        return head, len(value) - limit
+
+    def prose(self, value: str) -> tuple[str, int]:
+        return self.text(value, self.prose_limit)
+
+    def value(self, value: Any) -> tuple[Any, int]:
+        """Clip and redact every string inside a JSON value (tool inputs)."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict | list):
+            pairs = value.items() if isinstance(value, dict) else enumerate(value)
+            clipped = {k: self.value(v) for k, v in pairs}
+            dropped = sum(n for _, n in clipped.values())
+            if isinstance(value, dict):
+                return {str(k): v for k, (v, _) in clipped.items()}, dropped
+            return [v for v, _ in clipped.values()], dropped
+        return value, 0
