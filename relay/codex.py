@@ -41,6 +41,7 @@ from openai_codex.types import ReasoningEffort, TurnStatus
 
 from relay.errors import CodexError, RelayTimeoutError
 from relay.events import Usage
+from relay.process import marked_pids
 from relay.stages import HIGHEST, STAGE_BRIEFS, StageConfig
 
 __all__ = ["ENGINE_MARKER_VAR", "CodexEngine", "CodexTurn", "codex_cost", "find_rollout"]
@@ -329,7 +330,7 @@ class CodexEngine:
 
     async def _kill_strays(self) -> None:
         """SIGKILL every process still carrying this engine's marker (Linux /proc; a no-op elsewhere)."""
-        for pid in await asyncio.to_thread(_marked_pids, ENGINE_MARKER_VAR, self._marker):
+        for pid in await asyncio.to_thread(marked_pids, ENGINE_MARKER_VAR, self._marker):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
 
@@ -390,21 +391,3 @@ def _developer_instructions(stage: str) -> str:
         f"You are the Codex subagent of a Claude Code session, running its {stage} stage: {brief} "
         "Your final message is returned verbatim to that session, so make it self-contained."
     )
-
-
-def _marked_pids(name: str, value: str) -> list[int]:
-    needle = f"{name}={value}".encode()
-    pids: list[int] = []
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return pids
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            pids.append(int(entry.name))
-    return pids

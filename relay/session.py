@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
 import os
-import signal
 import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -39,6 +37,7 @@ from relay.events import (
 )
 from relay.grounding import build_grounding, ensure_rules_file
 from relay.ledger import Ledger
+from relay.process import kill_marked, marked_pids
 from relay.settings import RelaySettings
 
 __all__ = ["TAG_ENV", "CanUseTool", "ClaudeSession", "EventSink", "tagged_pids"]
@@ -56,32 +55,12 @@ _INTERRUPT_GRACE_S = 2.0
 
 
 def tagged_pids(tag: str) -> list[int]:
-    """Live processes whose environment carries ``TAG_ENV=tag`` (Linux /proc; empty elsewhere)."""
-    needle = f"{TAG_ENV}={tag}".encode()
-    found: list[int] = []
-    try:
-        entries = list(Path("/proc").iterdir())
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except OSError:
-            continue  # gone, or not ours
-    return found
+    """Live processes started by the session tagged ``tag``."""
+    return marked_pids(TAG_ENV, tag)
 
 
 def _kill_all(pgid: int | None, tag: str) -> None:
-    victims = tagged_pids(tag)
-    if pgid:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
-    for pid in victims:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+    kill_marked(TAG_ENV, tag, pgid=pgid)
 
 
 def _cli_wrapper(home: Path, env: Mapping[str, str]) -> Path | None:
