@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,6 +30,17 @@ from relay.codex import CodexEngine, CodexTurn, find_rollout
 from relay.errors import CodexError, RelayError
 from relay.events import StageEnd, StageStart, Usage
 from relay.ledger import Ledger
+from relay.rpa_text import (
+    Verdict,
+    audit_prompt,
+    execute_prompt,
+    fix_prompt,
+    parse_verdict,
+    plan_prompt,
+    research_prompt,
+    review_prompt,
+    revise_prompt,
+)
 from relay.session import CanUseTool, ClaudeSession, EventSink
 from relay.settings import RelaySettings
 from relay.stages import StageConfig, stage_configs
@@ -44,125 +54,6 @@ READ_ONLY_TOOLS: tuple[str, ...] = ("Read", "Grep", "Glob", "LS")
 # Denied outright in the read-only session: deny rules beat any allow rule in the owner's settings.
 _WRITE_TOOLS: tuple[str, ...] = ("Edit", "Write", "MultiEdit", "NotebookEdit", "Bash")
 Executor = Literal["codex", "claude"]
-
-_JSON_FENCE = re.compile(r"```json[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL)
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    verdict: Literal["approve", "revise"]
-    findings: tuple[str, ...]
-    valid: bool = True
-
-
-def parse_verdict(text: str) -> Verdict:
-    """Exactly one ```json block holding ``{"verdict": "approve"|"revise", "findings": [str, …]}``.
-
-    Anything else is a "revise" whose one finding says what was wrong, so a malformed verdict costs a round
-    (bounded by max_rounds) instead of being guessed at.
-    """
-    blocks = _JSON_FENCE.findall(text)
-    problem = ""
-    if len(blocks) != 1:
-        problem = f"expected exactly one ```json block, found {len(blocks)}"
-    else:
-        try:
-            data = json.loads(blocks[0])
-        except json.JSONDecodeError as exc:
-            data, problem = None, f"the json block does not parse ({exc.msg} at line {exc.lineno})"
-        if not problem:
-            problem = _verdict_problem(data)
-        if not problem:
-            findings = tuple(str(f).strip() for f in data["findings"])
-            return Verdict(data["verdict"], findings)
-    return Verdict("revise", (f"The verdict could not be read: {problem}.",), valid=False)
-
-
-def _verdict_problem(data: Any) -> str:
-    if not isinstance(data, dict) or set(data) != {"verdict", "findings"}:
-        return 'it must be an object with exactly the keys "verdict" and "findings"'
-    if data["verdict"] not in ("approve", "revise"):
-        return f'"verdict" must be "approve" or "revise", not {data["verdict"]!r}'
-    findings = data["findings"]
-    if not isinstance(findings, list) or not all(isinstance(f, str) and f.strip() for f in findings):
-        return '"findings" must be a list of non-empty strings'
-    if data["verdict"] == "revise" and not findings:
-        return '"revise" needs at least one finding'
-    return ""
-
-
-_VERDICT_FORMAT = (
-    "End your answer with exactly one fenced block, and no other ```json block:\n"
-    '```json\n{"verdict": "approve" | "revise", "findings": ["one finding per string, most severe first"]}\n```\n'
-)
-
-
-def _quoted(tag: str, text: str) -> str:
-    # Output of the other engine is material to judge, never instructions: fence it as such.
-    return f"<{tag}>\n{text.strip() or '(empty)'}\n</{tag}>"
-
-
-def _header(stage: str, run_dir: Path, round_: int | None = None) -> str:
-    step = f", round {round_}" if round_ is not None else ""
-    return f"[RPA run {run_dir.name} · stage {stage}{step} · artifacts in {run_dir}]"
-
-
-def _research_prompt(task: str, run_dir: Path) -> str:
-    return (
-        f"{_header('research', run_dir)}\n\nTask: {task}\n\n"
-        "Trace the code and dependencies this task touches, with read-only tools only; change nothing. "
-        "Report the facts a planner needs: files and functions with paths, current behaviour, constraints, "
-        "risks, and the acceptance criteria that will show the task is done."
-    )
-
-
-def _plan_prompt(task: str, research: str) -> tuple[str, str]:
-    ask = f"Write the implementation plan for this task: {task}\nChange nothing; reply with the complete plan."
-    return ask, (f"Research notes by Claude:\n{research}" if research.strip() else "")
-
-
-def _audit_prompt(task: str, plan: str, round_: int, max_rounds: int, run_dir: Path) -> str:
-    return (
-        f"{_header('audit', run_dir, round_)}\n\nAudit round {round_} of at most {max_rounds} for the task: "
-        f"{task}\n\nCodex wrote the plan below. Check it against the code you traced (read-only tools): "
-        'correctness, missed files or callers, acceptance criteria, risks. "approve" only if it can be executed '
-        'as is; otherwise "revise" with concrete findings.\n\n'
-        f"{_quoted('plan', plan)}\n\n{_VERDICT_FORMAT}"
-    )
-
-
-def _revise_prompt(findings: Sequence[str], audit: str) -> str:
-    listed = "\n".join(f"{n}. {f}" for n, f in enumerate(findings, 1))
-    return (
-        f"The auditor (Claude) asks for a revised plan. Findings:\n{listed}\n\n"
-        f"The auditor's full notes:\n{_quoted('audit', audit)}\n\n"
-        "Revise the plan so that every finding is addressed; reply with the complete revised plan."
-    )
-
-
-def _execute_prompt(task: str, plan: str) -> tuple[str, str]:
-    ask = (
-        f"Carry out this approved plan in the workspace for the task: {task}\n"
-        "Then report what changed (files) and how it was checked."
-    )
-    return ask, f"The approved plan:\n{_quoted('plan', plan)}"
-
-
-def _review_prompt(task: str, plan: str, report: str, executor: str, run_dir: Path) -> str:
-    return (
-        f"{_header('review', run_dir)}\n\n{executor} executed the approved plan for the task: {task}\n"
-        "Review the change in the workspace without changing anything: bugs, risks, missed acceptance "
-        f'criteria. "approve" with no findings if it is done.\n\n{_quoted("plan", plan)}\n\n'
-        f"{_quoted('execution-report', report)}\n\n{_VERDICT_FORMAT}"
-    )
-
-
-def _fix_prompt(findings: Sequence[str], review: str, reviewer: str) -> str:
-    listed = "\n".join(f"{n}. {f}" for n, f in enumerate(findings, 1)) or "(see the review)"
-    return (
-        f"The reviewer ({reviewer}) found:\n{listed}\n\nThe full review:\n{_quoted('review', review)}\n\n"
-        "Fix these findings in the workspace, then report what changed."
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,10 +293,10 @@ class _Run:
     ) -> None:
         research = ""
         if "research" in wanted:
-            research = (await self._claude(main, "research", 1, _research_prompt(self.task, self.run_dir))).answer
+            research = (await self._claude(main, "research", 1, research_prompt(self.task, self.run_dir))).answer
         plan_text, plan_thread = "", None
         if "plan" in wanted:
-            task, context = _plan_prompt(self.task, research)
+            task, context = plan_prompt(self.task, research)
             planned = await self._codex("plan", 1, "plan", task, context=context)
             plan_text, plan_thread = planned.answer, planned.thread_id
         self.approved = True
@@ -413,40 +304,40 @@ class _Run:
             self.approved = False
             for round_ in range(1, max_rounds + 1):
                 self.rounds = round_
-                prompt = _audit_prompt(self.task, plan_text, round_, max_rounds, self.run_dir)
+                prompt = audit_prompt(self.task, plan_text, round_, max_rounds, self.run_dir)
                 audit = await self._claude(main, "audit", round_, prompt)
                 if audit.verdict == "approve":
                     self.approved = True
                     break
                 if round_ == max_rounds:
                     break  # a revision nobody audits would be executed blind: stop here
-                message = _revise_prompt(audit.findings, audit.answer)
+                message = revise_prompt(audit.findings, audit.answer)
                 revised = await self._codex("revise", round_, "plan", message, thread_id=plan_thread)
                 plan_text = revised.answer
         if not self.approved or "execute" not in wanted:
             return
         if executor == "codex":
-            task, context = _execute_prompt(self.task, plan_text)
+            task, context = execute_prompt(self.task, plan_text)
             done = await self._codex("execute", 1, "execute", task, context=context)
             if "review" not in wanted:
                 return
             review = await self._claude(
-                main, "review", 1, _review_prompt(self.task, plan_text, done.answer, "Codex", self.run_dir)
+                main, "review", 1, review_prompt(self.task, plan_text, done.answer, "Codex", self.run_dir)
             )
             if review.findings or review.verdict != "approve":
-                message = _fix_prompt(review.findings, review.answer, "Claude")
+                message = fix_prompt(review.findings, review.answer, "Claude")
                 await self._codex("fix", 1, "fix", message, thread_id=done.thread_id)
             return
         writer: ClaudeSession = await open_session(execute=True)
-        task, context = _execute_prompt(self.task, plan_text)
+        task, context = execute_prompt(self.task, plan_text)
         done = await self._claude(writer, "execute", 1, f"{task}\n\n{context}")
         if "review" not in wanted:
             return
         review = await self._codex(
-            "review", 1, "review", _review_prompt(self.task, plan_text, done.answer, "Claude", self.run_dir)
+            "review", 1, "review", review_prompt(self.task, plan_text, done.answer, "Claude", self.run_dir)
         )
         if review.findings or review.verdict != "approve":
-            await self._claude(writer, "fix", 1, _fix_prompt(review.findings, review.answer, "Codex"))
+            await self._claude(writer, "fix", 1, fix_prompt(review.findings, review.answer, "Codex"))
 
     async def close(self) -> None:
         """Close the sessions (ingesting them with the rollouts), then link each rollout as a subagent."""
