@@ -7,8 +7,9 @@ the whole formula, the pruning argument and the measured latency.
 Pruning: every posting list is read newest first. Once every list has been read down to a time
 frontier F, each handoff newer than F is fully scored, and nothing older can score more than
 (Σ weights of unfinished lists) × recency(age of F) × max duration boost. Reading stops when the k-th
-best score beats that bound, so a common word costs a few hundred postings, not all of them, and the
-result is the one exhaustive scoring gives.
+best score beats that bound (handoffs seen in rare lists but not yet in common ones are completed by
+looking their postings up directly), so a common word costs a few hundred postings, not all of them,
+and the result is the one exhaustive scoring gives.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -195,34 +196,55 @@ class _Search:
         top = max(lst.lo for lst in active)
         return top, all(lst.lo_incl for lst in active if lst.lo == top)
 
-    def settle(self, max_duration: float) -> bool:
-        """Score the handoffs that became complete; True when no unread posting can change the top k."""
+    def finish(self, sid: str) -> None:
+        """Score a handoff whose postings in every list are all known."""
+        self.pending.discard(sid)
+        doc = self.docs[sid]
+        score = self.base(doc) * doc.recency * doc.boost
+        if score > 0.0:
+            self.scored.append((-score, -doc.ts, sid))
+
+    def settle(self, max_duration: float) -> list[str] | None:
+        """Score what became complete. None: the top k is final; [] read on; else the handoffs to look up."""
         f, f_incl = self.frontier()
         docs = self.docs
         for sid in [s for s in self.pending if docs[s].ts > f or (docs[s].ts == f and f_incl)]:
-            self.pending.discard(sid)
-            doc = docs[sid]
-            score = self.base(doc) * doc.recency * doc.boost
-            if score > 0.0:
-                self.scored.append((-score, -doc.ts, sid))
+            self.finish(sid)
         if f == -math.inf:
-            return True
+            return None
         best = heapq.nsmallest(self.k, self.scored)
         if len(best) < self.k:
-            return False
+            return []
         kth = -best[-1][0]
-        rest = sum(lst.weight for lst in self.lists if not lst.done)
-        if rest * recency_factor((self.now - f) / DAY_S, self.window) * duration_boost(max_duration) >= kth:
-            return False
-        # Seen but incomplete: what they have plus everything still unread.
-        return all((self.base(docs[s]) + rest) * docs[s].recency * docs[s].boost < kth for s in self.pending)
+        # A list read down to lo can only still add to handoffs dated at or before lo. An unseen handoff at
+        # ts ≤ F gains at most the weights of the lists with lo ≥ ts, times recency at ts: take the worst
+        # case over the breakpoints (each list's lo), newest first.
+        active = sorted((lst for lst in self.lists if not lst.done), key=lambda lst: -lst.lo)
+        top_boost, unread = duration_boost(max_duration), 0.0
+        for lst in active:
+            unread += lst.weight
+            if unread * recency_factor((self.now - lst.lo) / DAY_S, self.window) * top_boost >= kth:
+                return []
+        # Seen but incomplete, with what they have plus the unfinished lists that can still reach them:
+        # rather than read common lists down to them, look their postings up directly.
+        blockers = []
+        for sid in self.pending:
+            doc = docs[sid]
+            extra = sum(
+                lst.weight
+                for i, lst in enumerate(self.lists)
+                if not lst.done and lst.lo >= doc.ts and not doc.mask >> i & 1
+            )
+            if (self.base(doc) + extra) * doc.recency * doc.boost >= kth:
+                blockers.append(sid)
+        return blockers or None
 
     def top(self) -> list[tuple[float, str]]:
         return [(-neg, sid) for neg, _, sid in heapq.nsmallest(self.k, self.scored)]
 
 
 _POSTINGS_SQL = (
-    "SELECT {i}, p.ts, p.session_id, COALESCE(h.duration_min, 0.0), 0 FROM "
+    "SELECT {i}, p.ts, p.session_id, COALESCE(h.duration_min, 0.0), NULL, NULL FROM "
     "(SELECT ts, session_id FROM postings WHERE field = ? AND term = ? AND ts <= ? AND ts >= ? {extra}"
     " ORDER BY ts DESC, session_id DESC {limit}) AS p LEFT JOIN handoffs AS h ON h.session_id = p.session_id"
 )
@@ -257,46 +279,29 @@ async def retrieve(
     pairs = [(f, t) for f in (FIELD_PROJECT, FIELD_KEYWORD) for t in terms]
     chunk = max(1, chunk_rows)
 
-    # Round trip 1: N, df, postings after as_of, content-word probes and the first chunk of every list.
-    parts = ["SELECT 'm', key, value, NULL, NULL FROM meta WHERE key IN ('indexed_n', 'max_duration_min')"]
-    args: list[object] = []
-    if terms:
-        marks = ",".join("?" * len(terms))
-        parts.append(f"SELECT 'd', field, term, df, NULL FROM term_df WHERE field IN (0, 1) AND term IN ({marks})")
-        parts.append(
-            f"SELECT 'a', field, term, count(*), NULL FROM postings WHERE field IN (0, 1, 2) AND term IN ('', {marks})"
-            " AND ts > ? GROUP BY field, term"
-        )
-        args += [*terms, *terms, now]
-    else:
-        parts.append(
-            "SELECT 'a', field, term, count(*), NULL FROM postings WHERE field = 2 AND term = '' AND ts > ? GROUP BY field, term"
-        )
-        args.append(now)
-    for j, w in enumerate(words):
-        parts.append(
-            f"SELECT 'f', {j}, (SELECT count(*) FROM (SELECT 1 FROM content WHERE content MATCH ? LIMIT ?)), NULL, NULL"
-        )
-        args += [_fts_quote(w), CONTENT_DF_CAP + 1]
-    for i, (f, t) in enumerate(pairs):
-        parts.append(_POSTINGS_SQL.format(i=i, extra="", limit="LIMIT ?"))
-        args += [f, t, now, horizon, chunk]
-    rows = await conn.execute_fetchall(" UNION ALL ".join(parts), args)
-
+    # One round trip: N, df, postings after as_of, the first chunk of every list, content candidates
+    # and the no-match fallback. Selective queries need nothing more but the final row fetch.
+    since = horizon if days_back is not None else now - window_days * DAY_S
+    sql, args = _first_round_sql(terms, words, pairs, now, horizon, since, chunk, k)
     meta: dict[str, str] = {}
     df: dict[tuple[int, str], int] = {}
     after: dict[tuple[int, str], int] = {}
-    probes: dict[int, int] = {}
     first: list[tuple[int, float, str, float]] = []
-    for tag, a, b, c, _ in rows:
+    recent: list[tuple[str, float, float]] = []
+    content_rows: dict[str, tuple[str, float, float, float]] = {}  # content session -> (handoff, ts, dur, Σbm25)
+    for tag, a, b, c, d, e in await conn.execute_fetchall(sql, args):
         if tag == "m":
             meta[str(a)] = str(b)
         elif tag == "d":
             df[(int(a), str(b))] = int(c)
         elif tag == "a":
             after[(int(a), str(b))] = int(c)
-        elif tag == "f":
-            probes[int(a)] = int(b)
+        elif tag == "r":
+            recent.append((str(a), float(b), float(c)))
+        elif tag == "c":
+            # One row per (word, session); a session's bm25 over the OR of the words is their sum.
+            prev = content_rows.get(str(a))
+            content_rows[str(a)] = (str(b), float(c), float(d), float(e) + (prev[3] if prev else 0.0))
         else:
             first.append((int(tag), float(a), str(b), float(c)))
     n = int(meta.get("indexed_n", "0")) - after.get((FIELD_DOC, ""), 0)
@@ -320,19 +325,19 @@ async def retrieve(
         if lst.done:
             lst.lo = -math.inf
 
-    limit = content_df_limit(n)
-    rare = [w for j, w in enumerate(words) if 0 < probes.get(j, 0) <= limit]
-    if rare:
-        await _add_content(conn, search, rare, content_weight)
+    _add_content(search, content_rows.values(), content_weight)
 
     rounds = 0
-    while not search.settle(max_duration):
-        rounds += 1
-        await _slab(conn, search, chunk * 2**rounds, final=rounds > 24)
+    while (todo := search.settle(max_duration)) is not None:
+        if todo:
+            await _lookup(conn, search, todo[:500])
+        else:
+            rounds += 1
+            await _slab(conn, search, chunk * 2**rounds, final=rounds > 24)
 
     ranked = search.top()
     if not ranked:
-        return await _fallback(conn, now, horizon, days_back, window_days, k, n)
+        return await _hydrate(conn, [_recent(sid, ts, dur, now, window_days, n) for sid, ts, dur in recent])
     explained: dict[str, tuple[float, Explanation]] = {}
     for score, sid in ranked:
         doc = search.docs[sid]
@@ -358,25 +363,88 @@ async def retrieve(
     return await _hydrate(conn, [(sid, search.docs[sid].ts, *explained[sid]) for _, sid in ranked])
 
 
-async def _add_content(conn: aiosqlite.Connection, search: _Search, words: list[str], weight: float) -> None:
-    """Content candidates: sessions matching a rare query word, credited to their handoff (a subagent's parent)."""
-    sql = (
-        "SELECT c.sid, p.ts, COALESCE(h.duration_min, 0.0), c.b FROM"
-        " (SELECT CASE WHEN kind = 'subagent' AND parent_id <> '' THEN parent_id ELSE session_id END AS sid,"
-        "  bm25(content) AS b FROM content WHERE content MATCH ?) AS c"
-        " JOIN postings AS p ON p.field = 2 AND p.term = '' AND p.session_id = c.sid"
-        " LEFT JOIN handoffs AS h ON h.session_id = c.sid WHERE p.ts <= ? AND p.ts >= ?"
+def _first_round_sql(
+    terms: list[str],
+    words: list[str],
+    pairs: list[tuple[int, str]],
+    now: float,
+    horizon: float,
+    since: float,
+    chunk: int,
+    k: int,
+) -> tuple[str, list[object]]:
+    parts = [
+        "SELECT 'm', key, value, NULL, NULL, NULL FROM meta WHERE key IN ('indexed_n', 'max_duration_min')",
+        "SELECT 'r', p.session_id, p.ts, COALESCE(h.duration_min, 0.0), NULL, NULL FROM (SELECT ts, session_id"
+        " FROM postings WHERE field = 2 AND term = '' AND ts <= ? AND ts >= ? ORDER BY ts DESC, session_id DESC"
+        " LIMIT ?) AS p LEFT JOIN handoffs AS h ON h.session_id = p.session_id",
+    ]
+    args: list[object] = [now, since, k]
+    marks = ",".join("?" * len(terms))
+    parts.append(f"SELECT 'd', field, term, df, NULL, NULL FROM term_df WHERE field IN (0, 1) AND term IN ({marks})")
+    # Postings dated after as_of, to take them out of N and df (an empty range when as_of is now).
+    parts.append(
+        "SELECT 'a', field, term, count(*), NULL, NULL FROM postings WHERE field IN (0, 1, 2)"
+        f" AND term IN (?{',?' * len(terms)}) AND ts > ? GROUP BY field, term"
     )
-    rows = await conn.execute_fetchall(sql, (" OR ".join(map(_fts_quote, words)), search.now, search.horizon))
+    args += [*terms, "", *terms, now]
+    for w in words:
+        parts.append(_CONTENT_SQL)
+        args += [_fts_quote(w), CONTENT_DF_CAP + 1, _fts_quote(w), now, horizon]
+    for i, (f, t) in enumerate(pairs):
+        parts.append(_POSTINGS_SQL.format(i=i, extra="", limit="LIMIT ?"))
+        args += [f, t, now, horizon, chunk]
+    return " UNION ALL ".join(parts), args
+
+
+# A content word counts only when it is rare (content_df_limit over all indexed handoffs). The probe reads
+# at most CAP + 1 rows; CROSS JOIN keeps the gate as the outer loop, so a common word's rows are never read.
+_CONTENT_SQL = (
+    "SELECT 'c', c.session_id, c.sid, p.ts, COALESCE(h.duration_min, 0.0), c.b FROM"
+    " (SELECT content.session_id, CASE WHEN kind = 'subagent' AND parent_id <> '' THEN parent_id"
+    "  ELSE content.session_id END AS sid, bm25(content) AS b"
+    "  FROM (SELECT 1 WHERE (SELECT count(*) FROM (SELECT 1 FROM content WHERE content MATCH ? LIMIT ?)) <= "
+    f"  min({CONTENT_DF_CAP}, max({CONTENT_DF_FLOOR}, CAST({CONTENT_DF_FRACTION} * "
+    "   COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'indexed_n'), 0) AS INTEGER))))"
+    "  CROSS JOIN content WHERE content MATCH ?) AS c"
+    " JOIN postings AS p ON p.field = 2 AND p.term = '' AND p.session_id = c.sid"
+    " LEFT JOIN handoffs AS h ON h.session_id = c.sid WHERE p.ts <= ? AND p.ts >= ?"
+)
+
+
+def _add_content(search: _Search, rows: Iterable[tuple[str, float, float, float]], weight: float) -> None:
+    """Credit content matches to their handoff (a subagent's to its parent): weight × bm25 / best bm25."""
     best: dict[str, tuple[float, float, float]] = {}
     for sid, ts, dur, b in rows:
-        if str(sid) not in best or float(b) < best[str(sid)][2]:
-            best[str(sid)] = (float(ts), float(dur), float(b))
+        if sid not in best or b < best[sid][2]:
+            best[sid] = (ts, dur, b)
     if not best:
         return
     top = min(b for _, _, b in best.values())  # bm25 is negative: lower is better
     for sid, (ts, dur, b) in best.items():
         search.doc(sid, ts, dur).content = weight * (b / top)
+
+
+async def _lookup(conn: aiosqlite.Connection, search: _Search, sids: list[str]) -> None:
+    """Random access: fetch these handoffs' postings in the query's lists, which completes them."""
+    slot = {(lst.field, lst.term): i for i, lst in enumerate(search.lists)}
+    terms = sorted({t for _, t in slot})
+    rows = await conn.execute_fetchall(
+        f"SELECT session_id, field, term FROM postings WHERE session_id IN ({','.join('?' * len(sids))})"
+        f" AND field IN (0, 1) AND term IN ({','.join('?' * len(terms))})",
+        [*sids, *terms],
+    )
+    for sid, f, t in rows:
+        i = slot.get((int(f), str(t)))
+        doc = search.docs[str(sid)]
+        if i is not None and not doc.mask >> i & 1:
+            doc.mask |= 1 << i
+            search.lists[i].fetched += 1
+    for sid in sids:
+        search.finish(sid)
+    for lst in search.lists:
+        if not lst.done and lst.fetched >= lst.df:
+            lst.done, lst.lo = True, -math.inf
 
 
 async def _slab(conn: aiosqlite.Connection, search: _Search, target_rows: int, *, final: bool) -> None:
@@ -394,7 +462,7 @@ async def _slab(conn: aiosqlite.Connection, search: _Search, target_rows: int, *
         parts.append(_POSTINGS_SQL.format(i=i, extra=upper, limit=""))
         args += [lst.field, lst.term, search.now, t, lst.lo]
     rows = await conn.execute_fetchall(" UNION ALL ".join(parts), args) if parts else []
-    for i, ts, sid, dur, _ in rows:
+    for i, ts, sid, dur, _, _ in rows:
         search.add(int(i), float(ts), str(sid), float(dur))
     for lst in active:
         if lst.lo >= t:
@@ -403,22 +471,11 @@ async def _slab(conn: aiosqlite.Connection, search: _Search, target_rows: int, *
             lst.done, lst.lo = True, -math.inf
 
 
-async def _fallback(
-    conn: aiosqlite.Connection, now: float, horizon: float, days_back: float | None, window: float, k: int, n: int
-) -> list[ScoredHandoff]:
-    since = horizon if days_back is not None else now - window * DAY_S
-    rows = await conn.execute_fetchall(
-        "SELECT p.session_id, p.ts, COALESCE(h.duration_min, 0.0) FROM postings AS p"
-        " LEFT JOIN handoffs AS h ON h.session_id = p.session_id"
-        " WHERE p.field = 2 AND p.term = '' AND p.ts <= ? AND p.ts >= ? ORDER BY p.ts DESC, p.session_id DESC LIMIT ?",
-        (now, since, k),
-    )
-    picked = []
-    for sid, ts, dur in rows:
-        age = (now - float(ts)) / DAY_S
-        expl = Explanation((), 0.0, recency_factor(age, window), duration_boost(float(dur)), age, float(dur), n, True)
-        picked.append((str(sid), float(ts), 0.0, expl))
-    return await _hydrate(conn, picked)
+def _recent(
+    sid: str, ts: float, dur: float, now: float, window: float, n: int
+) -> tuple[str, float, float, Explanation]:
+    age = (now - ts) / DAY_S
+    return sid, ts, 0.0, Explanation((), 0.0, recency_factor(age, window), duration_boost(dur), age, dur, n, True)
 
 
 async def _hydrate(

@@ -1,0 +1,417 @@
+"""Retrieval: DESIGN.md's formula by hand, the no-match fallback, pruning equal to brute force, and the texts."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import aiosqlite
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from memory import index
+from memory.db import Database
+from memory.retrieval import (
+    ScoredHandoff,
+    content_df_limit,
+    duration_boost,
+    explain_text,
+    grounding_text,
+    recency_factor,
+    retrieve,
+    search_content,
+)
+from memory.tokenize import project_terms, query_terms, tokenize
+
+DAY = 86_400.0
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+NOW_TS = NOW.timestamp()
+
+
+async def add(
+    db: Database,
+    session_id: str,
+    *,
+    age_days: float = 2.0,
+    projects: Sequence[str] = (),
+    keywords: Sequence[str] = (),
+    substance: int = 1,
+    kind: str = "main",
+    parent_id: str = "",
+    duration_min: float = 0.0,
+    body: str | None = None,
+    markdown: str = "",
+) -> None:
+    """Write a handoff row the way the store does, then index it (and its content when given)."""
+    ts = NOW_TS - age_days * DAY
+    date = datetime.fromtimestamp(ts, UTC).isoformat()
+    async with db.write() as conn:
+        await conn.execute(
+            "INSERT OR REPLACE INTO handoffs(session_id, kind, parent_id, ts, date, duration_min, substance, headline,"
+            " projects, keywords, markdown, source, updated_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (session_id, kind, parent_id, ts, date, duration_min, substance, f"headline {session_id}",
+             json.dumps(list(projects)), json.dumps(list(keywords)),
+             markdown or f"---\nsession_id: {session_id}\n---\n# {session_id}\n", "fallback", date),
+        )  # fmt: skip
+        await index.index_handoff(
+            conn, session_id=session_id, ts=ts, projects=projects, keywords=keywords, substance=substance, kind=kind
+        )
+        if body is not None:
+            await index.index_content(conn, session_id=session_id, kind=kind, parent_id=parent_id, body=body)
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = await Database.open(tmp_path / "m.db")
+    yield database
+    await database.close()
+
+
+def ids(results: Sequence[ScoredHandoff]) -> list[str]:
+    return [r.session_id for r in results]
+
+
+# --- the formula, by hand ---------------------------------------------------------------------------
+
+
+def test_recency_within_window_is_one_plus_inverse_sqrt_of_age_at_least_one_day() -> None:
+    assert recency_factor(4.0, 14.0) == pytest.approx(1.5)
+    assert recency_factor(0.2, 14.0) == pytest.approx(2.0)  # age is at least one day
+    assert recency_factor(14.0, 14.0) == pytest.approx(1 + 1 / math.sqrt(14))
+
+
+def test_recency_beyond_window_halves_every_week() -> None:
+    assert recency_factor(21.0, 14.0) == pytest.approx(0.5)
+    assert recency_factor(28.0, 14.0) == pytest.approx(0.25)
+    assert recency_factor(14.5, 14.0) == pytest.approx(0.5 ** (0.5 / 7))
+
+
+def test_duration_boost_is_one_plus_a_tenth_of_log_minutes() -> None:
+    assert duration_boost(0) == 1.0
+    assert duration_boost(math.e**2 - 1) == pytest.approx(1.2)
+    assert duration_boost(-5) == 1.0
+
+
+async def test_score_is_idf_weighted_terms_times_recency_and_duration(db: Database) -> None:
+    await add(db, "a", age_days=4, projects=["eywa"], keywords=["sqlite"], duration_min=math.e - 1)
+    await add(db, "b", age_days=21, keywords=["sqlite"])
+    await add(db, "c", age_days=2, keywords=["telegram"])
+    await add(db, "d", age_days=3, keywords=["voice"])
+    [a, b] = await retrieve(db.conn, "eywa sqlite", as_of=NOW)
+    n = 4
+    expected_a = (3.0 * math.log(n / 1) + 2.0 * math.log(n / 2)) * 1.5 * 1.1
+    assert a.session_id == "a" and a.score == pytest.approx(expected_a)
+    assert b.session_id == "b" and b.score == pytest.approx(2.0 * math.log(n / 2) * 0.5)
+    e = a.explanation
+    assert [(m.field, m.term, m.df) for m in e.matched] == [("project", "eywa", 1), ("keyword", "sqlit", 2)]
+    assert e.matched[0].idf == pytest.approx(math.log(4)) and e.matched[0].weight == pytest.approx(3 * math.log(4))
+    assert e.recency == pytest.approx(1.5) and e.duration == pytest.approx(1.1)
+    assert (e.age_days, e.n_indexed) == (4.0, 4)
+
+
+async def test_a_term_in_every_handoff_weighs_nothing(db: Database) -> None:
+    await add(db, "a", keywords=["sqlite", "rare"])
+    await add(db, "b", keywords=["sqlite"])
+    [only] = await retrieve(db.conn, "sqlite rare", as_of=NOW)
+    assert only.session_id == "a" and [m.term for m in only.explanation.matched] == ["rar"]  # folded
+
+
+async def test_substance_zero_and_subagents_are_never_returned_nor_counted(db: Database) -> None:
+    await add(db, "a", keywords=["sqlite"])
+    await add(db, "empty", keywords=["sqlite", "ghost"], substance=0)
+    await add(db, "sub", keywords=["sqlite", "ghost"], kind="subagent", parent_id="a")
+    await add(db, "b", keywords=["other"])
+    assert ids(await retrieve(db.conn, "ghost", as_of=NOW)) == ["b", "a"]  # no match: the recent ones
+    [a] = await retrieve(db.conn, "sqlite", as_of=NOW)
+    assert a.explanation.n_indexed == 2 and a.explanation.matched[0].df == 1
+
+
+async def test_handoffs_after_as_of_are_invisible_and_not_counted(db: Database) -> None:
+    await add(db, "old", age_days=10, keywords=["sqlite"])
+    await add(db, "other", age_days=9, keywords=["misc"])
+    await add(db, "new", age_days=1, keywords=["sqlite"])
+    [r] = await retrieve(db.conn, "sqlite", as_of=NOW - timedelta(days=5))
+    assert r.session_id == "old"
+    assert r.explanation.n_indexed == 2 and r.explanation.age_days == pytest.approx(5.0)
+    assert r.score == pytest.approx(2 * math.log(2) * (1 + 1 / math.sqrt(5)))
+
+
+async def test_days_back_drops_older_handoffs(db: Database) -> None:
+    await add(db, "recent", age_days=2, keywords=["sqlite"])
+    await add(db, "old", age_days=30, keywords=["sqlite", "wal"])
+    await add(db, "x", age_days=3, keywords=["misc"])
+    assert ids(await retrieve(db.conn, "sqlite wal", as_of=NOW)) == ["recent", "old"]
+    assert ids(await retrieve(db.conn, "sqlite wal", as_of=NOW, days_back=7)) == ["recent"]
+
+
+async def test_at_most_five_results_whatever_max_k(db: Database) -> None:
+    for i in range(8):
+        await add(db, f"h{i}", age_days=1 + i, keywords=["sqlite"])
+    await add(db, "x", keywords=["misc"])
+    got = await retrieve(db.conn, "sqlite", as_of=NOW, max_k=50)
+    assert ids(got) == [f"h{i}" for i in range(5)]
+    assert ids(await retrieve(db.conn, "sqlite", as_of=NOW, max_k=2)) == ["h0", "h1"]
+    assert await retrieve(db.conn, "sqlite", as_of=NOW, max_k=0) == []
+
+
+async def test_no_query_gives_most_recent_within_window(db: Database) -> None:
+    await add(db, "a", age_days=1)
+    await add(db, "b", age_days=13)
+    await add(db, "c", age_days=15)
+    await add(db, "z", age_days=0.5, substance=0)
+    got = await retrieve(db.conn, "", as_of=NOW)
+    assert ids(got) == ["a", "b"]
+    assert all(r.score == 0.0 and r.explanation.fallback for r in got)
+    assert ids(await retrieve(db.conn, "the of and", as_of=NOW, window_days=20)) == ["a", "b", "c"]
+    assert ids(await retrieve(db.conn, "", as_of=NOW, days_back=5)) == ["a"]
+
+
+async def test_no_match_falls_back_to_most_recent(db: Database) -> None:
+    await add(db, "a", age_days=1, keywords=["sqlite"])
+    await add(db, "b", age_days=2, keywords=["wal"])
+    assert ids(await retrieve(db.conn, "kubernetes", as_of=NOW)) == ["a", "b"]
+
+
+async def test_project_joins_the_query_as_its_terms(db: Database) -> None:
+    await add(db, "mine", age_days=9, projects=["/home/me/src/eywa-mcp"], keywords=["sqlite"])
+    await add(db, "theirs", age_days=1, projects=["/home/me/src/macupos"], keywords=["sqlite"])
+    await add(db, "x", age_days=1, projects=["/home/me/src/macupos"], keywords=["misc"])
+    assert ids(await retrieve(db.conn, "sqlite", as_of=NOW))[0] == "theirs"
+    got = await retrieve(db.conn, "sqlite", project="/home/me/src/eywa-mcp", as_of=NOW)
+    assert ids(got)[0] == "mine"
+    assert {"eywa-mcp", "eywa", "mcp"} <= {m.term for m in got[0].explanation.matched}
+    assert ids(await retrieve(db.conn, "", project="eywa-mcp", as_of=NOW)) == ["mine"]
+
+
+async def test_hyphenated_keyword_matches_whole_and_parts(db: Database) -> None:
+    await add(db, "a", keywords=["eywa-mcp"])
+    await add(db, "b", keywords=["mcp-server"])
+    await add(db, "c", keywords=["posting-lists"])
+    await add(db, "d", keywords=["misc"])
+    assert ids(await retrieve(db.conn, "eywa", as_of=NOW)) == ["a"]
+    assert ids(await retrieve(db.conn, "eywa-mcp", as_of=NOW)) == ["a", "b"]
+    assert ids(await retrieve(db.conn, "posting list", as_of=NOW)) == ["c"]  # parts, plural folded
+
+
+async def test_content_term_finds_details_that_never_became_keywords(db: Database) -> None:
+    await add(db, "a", age_days=3, keywords=["sqlite"], body="we tuned the frobnicator threshold")
+    await add(db, "b", age_days=1, keywords=["telegram"], body="voice notes and whisper")
+    await add(db, "c", age_days=2, keywords=["misc"], body="nothing here")
+    await add(db, "parent", age_days=4, keywords=["relay"], body="delegated work")
+    await add(db, "parent/agent-1", age_days=4, kind="subagent", parent_id="parent", body="the quuxifier broke")
+    [a] = await retrieve(db.conn, "frobnicator", as_of=NOW)
+    assert a.session_id == "a" and a.explanation.content == pytest.approx(3.0) and not a.explanation.matched
+    [p] = await retrieve(db.conn, "quuxifier", as_of=NOW, content_weight=2.0)
+    assert p.session_id == "parent" and p.score == pytest.approx(2.0 * recency_factor(4, 14))
+    assert ids(await retrieve(db.conn, "frobnicator", as_of=NOW, content_weight=0)) == ["b", "c", "a", "parent"][:4]
+
+
+async def test_content_words_in_too_many_sessions_are_ignored(db: Database) -> None:
+    n = content_df_limit(0) + 2
+    for i in range(n):
+        await add(db, f"h{i}", age_days=1 + i / 10, keywords=[f"k{i}"], body="common words everywhere")
+    [top, *_] = await retrieve(db.conn, "everywhere", as_of=NOW)
+    assert top.explanation.fallback
+
+
+# --- pruning equals brute force -----------------------------------------------------------------------
+
+VOCAB = ["sqlite", "wal", "eywa-mcp", "mcp", "voice", "relay", "index", "indexes", "telegram", "codex"]
+PROJECTS = ["eywa-mcp", "/src/macupos", "relay", "voice"]
+WORDS = ["alpha", "beta", "gamma", "delta", "sqlite", "voice"]
+
+
+@dataclass
+class Doc:
+    sid: str
+    age: float
+    projects: list[str]
+    keywords: list[str]
+    substance: int
+    kind: str
+    duration: float
+    body: str
+
+
+docs_st = st.lists(
+    st.builds(
+        Doc,
+        sid=st.just(""),
+        age=st.sampled_from([0.0, 0.5, 1.0, 2.0, 5.0, 13.9, 14.0, 15.0, 30.0, 60.0, 200.0]) | st.floats(0, 400),
+        projects=st.lists(st.sampled_from(PROJECTS), max_size=2),
+        keywords=st.lists(st.sampled_from(VOCAB), max_size=4),
+        substance=st.sampled_from([0, 1, 1, 2]),
+        kind=st.sampled_from(["main", "main", "codex", "subagent"]),
+        duration=st.sampled_from([0.0, 1.0, 30.0, 600.0]),
+        body=st.lists(st.sampled_from(WORDS), max_size=4).map(" ".join),
+    ),
+    min_size=6,
+    max_size=30,
+)
+
+
+async def brute_force(
+    conn: aiosqlite.Connection,
+    docs: list[Doc],
+    query: str,
+    project: str | None,
+    now: float,
+    days_back: float | None,
+    k: int,
+    content_weight: float,
+) -> list[tuple[str, float]]:
+    """Score every visible handoff, straight from the formula; content bm25 read from FTS itself."""
+    visible = [d for d in docs if d.kind in ("main", "codex") and d.substance >= 1 and NOW_TS - d.age * DAY <= now]
+    n = len(visible)
+    ts = {d.sid: NOW_TS - d.age * DAY for d in visible}
+    terms = {d.sid: index.handoff_terms(d.projects, d.keywords) for d in visible}
+    q = list(dict.fromkeys([*query_terms(query), *(project_terms(project) if project else [])]))
+    df = {(f, t): sum((f, t) in terms[d.sid] for d in visible) for f in (0, 1) for t in q}
+    weights = {ft: (3.0 if ft[0] == 0 else 2.0) * math.log(n / c) for ft, c in sorted(df.items()) if 0 < c < n}
+    horizon = now - days_back * DAY if days_back is not None else -math.inf
+    content: dict[str, float] = {}
+    words = [t for t in dict.fromkeys(tokenize(query)) if "-" not in t]
+    n_all = sum(d.kind in ("main", "codex") and d.substance >= 1 for d in docs)
+    sums: dict[str, float] = {}
+    for w in words if content_weight > 0 else []:
+        rows = await conn.execute_fetchall("SELECT count(*) FROM content WHERE content MATCH ?", (f'"{w}"',))
+        if next(iter(rows))[0] <= content_df_limit(n_all):
+            for sid, b in await conn.execute_fetchall(
+                "SELECT session_id, bm25(content) FROM content WHERE content MATCH ?", (f'"{w}"',)
+            ):
+                sums[sid] = sums.get(sid, 0.0) + b
+    best = {sid: b for sid, b in sums.items() if sid in ts and ts[sid] >= horizon}
+    if best:
+        top = min(best.values())
+        content = {sid: content_weight * (b / top) for sid, b in best.items()}
+    scored = []
+    for d in visible:
+        if ts[d.sid] < horizon:
+            continue
+        base = 0.0
+        for ft, weight in weights.items():
+            if ft in terms[d.sid]:
+                base += weight
+        base += content.get(d.sid, 0.0)
+        if base > 0:
+            age = (now - ts[d.sid]) / DAY
+            s = base * recency_factor(age, 14.0) * duration_boost(d.duration)
+            scored.append((-s, -ts[d.sid], d.sid))
+    return [(sid, -neg) for neg, _, sid in sorted(scored)[:k]]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    docs=docs_st,
+    query=st.lists(st.sampled_from([*VOCAB, *WORDS, "the", "zzz"]), min_size=1, max_size=4).map(" ".join),
+    project=st.none() | st.sampled_from(PROJECTS),
+    as_of_days=st.sampled_from([0.0, 3.0, 20.0]),
+    days_back=st.none() | st.sampled_from([1.0, 10.0, 45.0]),
+    k=st.integers(1, 5),
+    chunk=st.integers(1, 4),
+    content_weight=st.sampled_from([0.0, 3.0]),
+)
+async def test_pruned_top_k_equals_brute_force(
+    tmp_path_factory: pytest.TempPathFactory,
+    docs: list[Doc],
+    query: str,
+    project: str | None,
+    as_of_days: float,
+    days_back: float | None,
+    k: int,
+    chunk: int,
+    content_weight: float,
+) -> None:
+    database = await Database.open(tmp_path_factory.mktemp("prune") / "m.db")
+    try:
+        for i, d in enumerate(docs):
+            d.sid = f"s{i:02d}"
+            await add(database, d.sid, age_days=d.age, projects=d.projects, keywords=d.keywords,
+                      substance=d.substance, kind=d.kind, duration_min=d.duration, body=d.body)  # fmt: skip
+        as_of = NOW - timedelta(days=as_of_days)
+        got = await retrieve(database.conn, query, project=project, as_of=as_of, days_back=days_back, max_k=k,
+                             chunk_rows=chunk, content_weight=content_weight)  # fmt: skip
+        want = await brute_force(database.conn, docs, query, project, as_of.timestamp(), days_back, k, content_weight)
+        event("matched" if want else "fallback")
+        if want:
+            assert [(r.session_id, r.score) for r in got] == want
+        else:
+            since = as_of.timestamp() - (days_back if days_back is not None else 14.0) * DAY
+            recent = [d for d in docs if d.kind != "subagent" and d.substance >= 1]
+            recent = [d for d in recent if since <= NOW_TS - d.age * DAY <= as_of.timestamp()]
+            recent.sort(key=lambda d: (d.age * DAY - NOW_TS, [-ord(c) for c in d.sid]))
+            assert [(r.session_id, r.score, r.explanation.fallback) for r in got] == [
+                (d.sid, 0.0, True) for d in recent[:k]
+            ]
+    finally:
+        await database.close()
+
+
+async def test_pruning_reads_few_postings_of_a_common_term(db: Database) -> None:
+    async with db.write() as conn:
+        for i in range(600):
+            ts = NOW_TS - i * 3600.0
+            await conn.execute(
+                "INSERT INTO handoffs(session_id, kind, ts, date, substance, headline, projects, keywords, markdown,"
+                " source, updated_at) VALUES(?, 'main', ?, '', 1, '', '[]', '[]', '', 'import', '')",
+                (f"h{i:03d}", ts),
+            )
+            keywords = ["common"] if i % 2 == 0 else ["other"]
+            await index.index_handoff(
+                conn, session_id=f"h{i:03d}", ts=ts, projects=[], keywords=keywords, substance=1, kind="main"
+            )
+    traced: list[str] = []
+    await db.conn.set_trace_callback(traced.append)
+    got = await retrieve(db.conn, "common", as_of=NOW, chunk_rows=16)
+    await db.conn.set_trace_callback(None)  # type: ignore[arg-type]
+    assert ids(got) == ["h000", "h002", "h004", "h006", "h008"]
+    assert len([s for s in traced if "postings" in s]) <= 3
+
+
+# --- texts -----------------------------------------------------------------------------------------------
+
+
+async def test_explain_names_terms_idf_and_factors(db: Database) -> None:
+    await add(db, "a", age_days=4, projects=["eywa"], keywords=["sqlite"], duration_min=30)
+    await add(db, "b", keywords=["misc"])
+    text = explain_text(await retrieve(db.conn, "eywa sqlite", as_of=NOW))
+    assert "1. a  score" in text
+    assert "project 'eywa': df 1/2, idf 0.6931, weight 3 × 0.6931 = 2.0794" in text
+    assert "recency 1.5000 (age 4.00 d)" in text and "duration 1.3434 (30 min)" in text
+    assert "most recent" in explain_text(await retrieve(db.conn, "", as_of=NOW))
+    assert explain_text([]) == "no handoffs"
+
+
+async def test_grounding_text_strips_frontmatter_and_joins_with_rules(db: Database) -> None:
+    await add(db, "a", age_days=1, keywords=["sqlite"])
+    await add(db, "b", age_days=2, keywords=["sqlite"])
+    await add(db, "c", age_days=3, keywords=["misc"])
+    results = await retrieve(db.conn, "sqlite", as_of=NOW)
+    markdowns = {"a": "---\nsession_id: a\nkeywords: [sqlite]\n---\n# A\n\nbody a\n", "b": "# B\n"}
+    text = grounding_text(results, markdowns)
+    head, rest = text.split("\n\n", 1)
+    assert head.startswith("## Eywa: 2 past sessions") and "not as instructions" in text
+    assert rest == "# A\n\nbody a\n\n---\n\n# B"
+    assert grounding_text(results[:1], markdowns).startswith("## Eywa: 1 past session\n")
+    assert grounding_text([], markdowns) == ""
+    assert grounding_text(results, markdowns, header="H").startswith("H\n\n# A")
+
+
+async def test_search_content_survives_any_punctuation_and_names_the_parent(db: Database) -> None:
+    await add(db, "p", keywords=["x"], body="the main session")
+    await add(db, "p/agent-1", kind="subagent", parent_id="p", body='a "quoted" frobnicator (NEAR) AND more')
+    for q in ['frobnicator"', '"quoted', "AND OR NOT NEAR(", "frob* ^col:x", "-frobnicator", "'); DROP TABLE x; --"]:
+        await search_content(db.conn, q)
+    [hit] = await search_content(db.conn, 'frobnicator" (NEAR')
+    assert (hit.session_id, hit.kind, hit.parent_id) == ("p/agent-1", "subagent", "p")
+    assert "[frobnicator]" in hit.snippet and hit.score > 0
+    assert await search_content(db.conn, "the of") == []
+    assert [h.session_id for h in await search_content(db.conn, "session frobnicator", limit=1)] in (
+        ["p"],
+        ["p/agent-1"],
+    )
