@@ -238,7 +238,7 @@ class Eywa:
             "handoffs_indexed": await scalar("SELECT count(*) FROM handoffs WHERE indexed = 1"),
             "project_terms": await scalar("SELECT count(*) FROM term_df WHERE field = 0"),
             "keyword_terms": await scalar("SELECT count(*) FROM term_df WHERE field = 1"),
-            "postings": await scalar("SELECT count(*) FROM postings"),
+            "postings": await scalar("SELECT count(*) FROM postings WHERE field < 2"),
             "lines_skipped": await scalar("SELECT count(*) FROM problems"),
             "forgotten": await scalar("SELECT count(*) FROM forgotten"),
         }

@@ -153,7 +153,7 @@ async def ingest_cmd(
 
 @memory_group.command("get")
 @click.argument("query", required=False, default="")
-@click.option("--project", help="Project name (boosts and filters to that project).")
+@click.option("--project", help="Project name: its terms join the query (a boost, not a filter).")
 @click.option("--days-back", type=float, help="Only handoffs from the last N days.")
 @click.option("--max", "max_k", type=click.IntRange(1, 5), default=5, show_default=True)
 @click.option("--as-of", help="Score as if now were this ISO-8601 time (reproducible results).")
