@@ -95,7 +95,7 @@ def build_server(settings: MemorySettings) -> MCPServer[_State]:
             logger.error("memory database unavailable: %s", exc)
             state.error = str(exc)
         try:
-            state.facts = await FactsApi.open(settings.home, settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
+            state.facts = await FactsApi.from_settings(settings)
         except (MemoryStoreError, sqlite3.Error, OSError) as exc:
             logger.error("structured facts unavailable: %s", exc)
             state.facts_error = str(exc)

@@ -32,6 +32,7 @@ class MemorySettings:
     tool_output_limit: int = 2000
     busy_timeout_ms: int = 30_000
     hook_budget_s: float = 5.0
+    facts_half_life_days: float = 30.0
     claude_env: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -89,5 +90,6 @@ class MemorySettings:
             extract_concurrency=max(1, int(pick("MACUPOS_MEMORY_CONCURRENCY", "extract_concurrency", 2))),
             tool_output_limit=int(table.get("tool_output_limit", 2000)),
             hook_budget_s=float(table.get("hook_budget_s", 5.0)),
+            facts_half_life_days=float(pick("MACUPOS_FACTS_HALF_LIFE_DAYS", "facts_half_life_days", 30.0)),
             claude_env={k: v for k, v in env.items() if k.startswith(("ANTHROPIC_", "CLAUDE_"))},
         )

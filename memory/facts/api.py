@@ -29,6 +29,7 @@ from memory.facts.engine import FactsEngine, link_id
 from memory.facts.model import FactsError, Memory
 from memory.facts.snapshot import parse_snapshot, render_snapshot, same_content, write_atomic
 from memory.facts.tcl import Sandbox, SandboxCrash, ScriptLimits, ScriptResult
+from memory.settings import MemorySettings
 
 __all__ = ["FactsApi", "LoadReport", "ScriptLimits", "ScriptResult"]
 
@@ -76,6 +77,16 @@ class FactsApi:
         self.events_dir = engine.log.folder
         self.origin = engine.origin
         self._closed = False
+
+    @classmethod
+    async def from_settings(cls, settings: MemorySettings) -> FactsApi:
+        """Open with the configured data home, database, half-life and lock timeout."""
+        return await cls.open(
+            settings.home,
+            settings.db_path,
+            half_life_days=settings.facts_half_life_days,
+            busy_timeout_ms=settings.busy_timeout_ms,
+        )
 
     @classmethod
     async def open(

@@ -27,7 +27,7 @@ def _with_api(fn: Callable[[FactsApi], Awaitable[R]]) -> R:
         raise click.UsageError("memory settings were not provided")
 
     async def main() -> R:
-        api = await FactsApi.open(settings.home, settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
+        api = await FactsApi.from_settings(settings)
         try:
             return await fn(api)
         finally:
