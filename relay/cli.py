@@ -65,6 +65,21 @@ async def _wire_codex(session: ClaudeSession, settings: RelaySettings, project: 
     return engine
 
 
+async def _facts_lines(settings: RelaySettings) -> list[str]:
+    """The owner's facts tier (≤ 12 lines) for grounding; none, with a warning, when the store can't open."""
+    from memory.facts.api import FactsApi
+
+    try:
+        facts = await FactsApi.from_settings(settings.memory)
+    except MemoryStoreError as exc:
+        logger.warning("grounding without facts: %s", exc)
+        return []
+    try:
+        return await facts.tiered_injection()
+    finally:
+        await facts.close()
+
+
 async def _ask(
     settings: RelaySettings, instruction: str, project: Path, resume: str | None, codex: bool
 ) -> SessionResult:
@@ -77,7 +92,14 @@ async def _ask(
         if ledger is not None and not await ledger.available():
             logger.info("the memory database has no ledger table yet: costs are not recorded")
             ledger = None
-        session = await ClaudeSession.start(settings, project_dir=project, eywa=eywa, resume=resume, ledger=ledger)
+        session = await ClaudeSession.start(
+            settings,
+            project_dir=project,
+            eywa=eywa,
+            facts_lines=await _facts_lines(settings),
+            resume=resume,
+            ledger=ledger,
+        )
         engine = await _wire_codex(session, settings, project) if codex else None
         try:
             return await session.send(instruction)
@@ -166,6 +188,7 @@ async def _run(
                 settings=settings,
                 project_dir=project,
                 eywa=eywa,
+                facts_lines=await _facts_lines(settings),
                 codex=engine,
                 stages=stages,
                 max_rounds=max_rounds,

@@ -63,6 +63,19 @@ async def test_ask_json_prints_the_answer_and_the_session_id(
     assert view.session is not None and view.handoff is not None
 
 
+async def test_ask_grounds_the_session_with_the_owners_facts(
+    anthropic_double: AnthropicDouble, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    script = "remember editor user Fact predicate favorite-editor object Helix confidence 0.9; respond ok"
+    rc, _, err = await macupos(cli_env, "memory", "script", script)
+    assert rc == 0, err
+    anthropic_double.enqueue("noted")
+    rc, _, err = await macupos(cli_env, "relay", "ask", "which editor?", "--project", str(tmp_path), "--no-codex")
+    assert rc == 0, err
+    system = str(anthropic_double.bodies[0]["system"])
+    assert "favorite-editor" in system and "Helix" in system
+
+
 async def test_ask_offers_claude_the_codex_relay_tools(
     anthropic_double: AnthropicDouble, cli_env: dict[str, str], codex_home: dict[str, str], tmp_path: Path
 ) -> None:
