@@ -28,12 +28,14 @@ def measure(path: Path, home: Path) -> tuple[float, float]:
     code = (
         "import resource, subprocess, sys, time;"
         "t = time.perf_counter();"
-        "r = subprocess.run([sys.executable, '-m', 'bot.cli', 'memory', 'ingest', sys.argv[1], '--quiet'], stdout=subprocess.DEVNULL);"
+        "r = subprocess.run([sys.executable, '-m', 'bot.cli', 'memory', 'ingest', sys.argv[1], '--quiet'],"
+        " stdout=subprocess.DEVNULL);"
         "d = time.perf_counter() - t;"
         "print(d, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, r.returncode)"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(path)], env=env, cwd=ROOT, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)], env=env, cwd=ROOT, capture_output=True, text=True, check=True
+    )
     secs, rss, rc = out.stdout.split()[-3:]
     if rc != "0":
         raise SystemExit(f"ingest failed: {out.stderr}")

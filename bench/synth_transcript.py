@@ -34,26 +34,64 @@ def write_transcript(path: Path, target_bytes: int, *, session_id: str = "big-se
         while written < target_bytes:
             n += 1
             ts = f"2026-03-{1 + (n // 5000) % 28:02d}T{(n // 200) % 24:02d}:{(n // 4) % 60:02d}:{n % 60:02d}Z"
-            base = {"sessionId": session_id, "timestamp": ts, "cwd": "/srv/eywa", "gitBranch": "main",
-                    "version": "2.1.332", "parentUuid": parent, "isSidechain": False}
+            base = {
+                "sessionId": session_id,
+                "timestamp": ts,
+                "cwd": "/srv/eywa",
+                "gitBranch": "main",
+                "version": "2.1.332",
+                "parentUuid": parent,
+                "isSidechain": False,
+            }
             kind = n % 4
             if kind == 0:
-                line = {**base, "type": "user", "uuid": f"u{n}",
-                        "message": {"role": "user", "content": f"step {n}: " + _para(rng, 30)}}
+                line = {
+                    **base,
+                    "type": "user",
+                    "uuid": f"u{n}",
+                    "message": {"role": "user", "content": f"step {n}: " + _para(rng, 30)},
+                }
             elif kind == 1:
-                line = {**base, "type": "assistant", "uuid": f"a{n}", "message": {
-                    "role": "assistant", "model": "claude-sonnet-4-5", "content": [
-                        {"type": "text", "text": _para(rng, 80)},
-                        {"type": "tool_use", "id": f"t{n}", "name": rng.choice(["Read", "Bash", "Grep"]),
-                         "input": {"file_path": f"/srv/eywa/memory/mod_{n % 97}.py", "command": "pytest -q"}}]}}
+                line = {
+                    **base,
+                    "type": "assistant",
+                    "uuid": f"a{n}",
+                    "message": {
+                        "role": "assistant",
+                        "model": "claude-sonnet-4-5",
+                        "content": [
+                            {"type": "text", "text": _para(rng, 80)},
+                            {
+                                "type": "tool_use",
+                                "id": f"t{n}",
+                                "name": rng.choice(["Read", "Bash", "Grep"]),
+                                "input": {"file_path": f"/srv/eywa/memory/mod_{n % 97}.py", "command": "pytest -q"},
+                            },
+                        ],
+                    },
+                }
             elif kind == 2:
                 body = "\n".join(f"{i:5d}  " + _para(rng, 12) for i in range(rng.randint(200, 1200)))
-                line = {**base, "type": "user", "uuid": f"r{n}", "message": {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": f"t{n - 1}", "content": body}]}}
+                line = {
+                    **base,
+                    "type": "user",
+                    "uuid": f"r{n}",
+                    "message": {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": f"t{n - 1}", "content": body}],
+                    },
+                }
             else:
-                line = {**base, "type": "assistant", "uuid": f"b{n}", "message": {
-                    "role": "assistant", "model": "claude-sonnet-4-5",
-                    "content": [{"type": "text", "text": _para(rng, 120)}]}}
+                line = {
+                    **base,
+                    "type": "assistant",
+                    "uuid": f"b{n}",
+                    "message": {
+                        "role": "assistant",
+                        "model": "claude-sonnet-4-5",
+                        "content": [{"type": "text", "text": _para(rng, 120)}],
+                    },
+                }
             parent = line["uuid"]  # type: ignore[assignment]
             data = json.dumps(line) + "\n"
             fh.write(data)

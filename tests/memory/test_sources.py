@@ -97,5 +97,3 @@ def test_shared_fixture_tree_has_every_kind() -> None:
     assert "agent-showcol1.meta.json" not in by_kind
     assert by_kind["dag_compact_after_rewind.jsonl"] == "claude"
     assert [f.path for f in result.files] == sorted(f.path for f in result.files)
-
-
