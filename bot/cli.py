@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from pathlib import Path
@@ -43,6 +44,25 @@ def main(ctx: click.Context, verbose: int) -> None:
 main.add_command(memory_group, name="memory")
 main.add_command(relay_group, name="relay")
 main.add_command(doctor_command, name="doctor")
+
+
+@main.command("bot")
+def bot_command() -> None:
+    """Run the Telegram bot (long polling; a webhook when MACUPOS_WEBHOOK_URL is set) until stopped."""
+    from bot.app import run_bot  # imported here: `macupos memory …` must not pay for telegram and the SDKs
+    from bot.settings import BotSettings, ConfigError, find_dotenv
+
+    env = dict(os.environ)
+    try:
+        settings = BotSettings.from_env(env, dotenv=find_dotenv(env, Path.cwd()))
+        config = env.get("MACUPOS_CONFIG") or str(settings.home / "config.toml")
+        relay = RelaySettings.from_env(settings.agent_env, read_config_toml(Path(config)), memory=settings.memory)
+    except ConfigError as exc:
+        raise click.ClickException(f"{exc}\nRun `macupos doctor` for a full check.") from exc
+    except ValueError as exc:
+        raise click.ClickException(f"configuration: {exc}") from exc
+    asyncio.run(run_bot(settings, relay))
+
 
 if __name__ == "__main__":
     main()

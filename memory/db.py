@@ -8,6 +8,7 @@ locked" from reaching callers while another process holds the lock for a moment.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 import time
@@ -126,14 +127,27 @@ class Database:
     async def write(self) -> AsyncIterator[aiosqlite.Connection]:
         """A write transaction (BEGIN IMMEDIATE), committed on success and rolled back on error."""
         async with self._write_lock:
-            await self._begin_immediate()
+            # The statements run on aiosqlite's thread and finish there even when the awaiting task is
+            # cancelled, so BEGIN, COMMIT and ROLLBACK are shielded: a cancel can never leave a
+            # transaction open that would make every later write fail.
+            if self.conn.in_transaction:
+                await asyncio.shield(self.conn.rollback())
+            begin = asyncio.ensure_future(self._begin_immediate())
+            try:
+                await asyncio.shield(begin)
+            except asyncio.CancelledError:
+                with contextlib.suppress(sqlite3.Error, DatabaseLockedError):
+                    await begin
+                if self.conn.in_transaction:
+                    await asyncio.shield(self.conn.rollback())
+                raise
             try:
                 yield self.conn
             except BaseException:
-                await self.conn.rollback()
+                await asyncio.shield(self.conn.rollback())
                 raise
             else:
-                await self._commit()
+                await asyncio.shield(self._commit())
 
     async def _begin_immediate(self) -> None:
         await self._retrying("BEGIN IMMEDIATE")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import sys
 import textwrap
@@ -139,5 +140,26 @@ async def test_three_writer_processes_and_a_reader_lose_nothing(tmp_path: Path) 
             assert await cur.fetchone() == (3 * n,)
         async with db.conn.execute("PRAGMA integrity_check") as cur:
             assert await cur.fetchone() == ("ok",)
+    finally:
+        await db.close()
+
+
+async def test_a_cancel_while_the_write_lock_is_taken_leaves_no_open_transaction(tmp_path: Path) -> None:
+    db = await Database.open(tmp_path / "m.db")
+    try:
+        for _ in range(20):  # cancel at different points of BEGIN / body / COMMIT
+
+            async def writer() -> None:
+                async with db.write() as conn:
+                    await conn.execute("INSERT INTO meta(key, value) VALUES (hex(randomblob(8)), 'x')")
+
+            task = asyncio.ensure_future(writer())
+            await asyncio.sleep(0)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        async with db.write() as conn:  # would raise "cannot start a transaction within a transaction"
+            await conn.execute("INSERT INTO meta(key, value) VALUES ('after', 'ok')")
+        assert not db.conn.in_transaction
     finally:
         await db.close()

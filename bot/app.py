@@ -1,0 +1,353 @@
+"""The composition root: builds the python-telegram-bot Application and every part of the bot, runs, shuts down.
+
+``BotApp.start`` opens the durable state, memory, facts and the (lazily started) Codex engine, registers
+the commands with Telegram, reports what a previous process left unfinished (offering Resume, re-running
+nothing), handles stored updates that were never started, then polls. ``BotApp.stop`` closes everything
+in ``finally`` blocks; a run cut by the stop stays recorded as running so the next start offers to resume it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from typing import Any
+
+from telegram import Message, Update
+from telegram.error import TelegramError
+from telegram.ext import Application, ApplicationBuilder, ApplicationHandlerStop, ContextTypes, TypeHandler
+from telegram.request import HTTPXRequest
+
+from bot.approvals import APPROVE_ACTION, Approvals
+from bot.auth import quote_forwarded
+from bot.commands import Commands, bot_commands
+from bot.intake import ALLOWED_UPDATES, Intake
+from bot.progress import Sender, escape
+from bot.review import REVIEW_ACTION, Reviews
+from bot.services import Services, Tuning
+from bot.sessions import SessionManager
+from bot.settings import BotSettings
+from bot.state import BotState, StoredUpdate
+from bot.voice import Transcriber
+from bot.voice_flow import VOICE_ACTION, VoiceFlow
+from memory.api import Eywa
+from memory.errors import MemoryStoreError
+from memory.facts.api import FactsApi
+from relay.codex import CodexEngine
+from relay.ledger import Ledger
+from relay.settings import RelaySettings
+
+__all__ = ["RESTART_ACTION", "BotApp", "build_application", "run_bot"]
+
+logger = logging.getLogger(__name__)
+
+RESTART_ACTION = "restart"
+_EXPIRED = "This button is not for you, or it has expired."
+
+
+def build_application(settings: BotSettings, *, webhook: bool = False) -> Application[Any, Any, Any, Any, Any, Any]:
+    """The PTB Application pointed at ``settings.api_url``. Polling is ours (see bot.intake): no Updater then."""
+    builder = (
+        ApplicationBuilder()
+        .token(settings.token)
+        .base_url(settings.bot_base_url)
+        .base_file_url(settings.file_base_url)
+        .request(
+            HTTPXRequest(connection_pool_size=32, read_timeout=30.0, write_timeout=60.0, media_write_timeout=120.0)
+        )
+        .get_updates_request(HTTPXRequest(connection_pool_size=2, read_timeout=10.0))
+        .concurrent_updates(True)
+    )
+    if not webhook:
+        builder = builder.updater(None)
+    return builder.build()
+
+
+class BotApp:
+    def __init__(
+        self,
+        settings: BotSettings,
+        relay: RelaySettings,
+        *,
+        tuning: Tuning | None = None,
+        transcriber: Transcriber | None = None,
+        webhook_listen: tuple[str, int] = ("127.0.0.1", 8080),
+    ) -> None:
+        self.settings = settings
+        self.relay = relay
+        self.tuning = tuning or Tuning()
+        self.webhook_listen = webhook_listen
+        self.application = build_application(settings, webhook=settings.webhook_url is not None)
+        self._given_transcriber = transcriber
+        self.services: Services | None = None
+        self.intake: Intake | None = None
+        self.sessions: SessionManager | None = None
+        self._poller: asyncio.Task[None] | None = None
+        self._stopped = False
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    async def post_init(self, application: Application[Any, Any, Any, Any, Any, Any]) -> None:
+        """Open the state, memory, facts and Codex; wire the parts."""
+        s = self.settings
+        s.home.mkdir(parents=True, exist_ok=True)
+        state = await BotState.open(s.db_path)
+        eywa = await Eywa.open(s.memory)
+        facts: FactsApi | None
+        try:
+            facts = await FactsApi.open(s.memory.home, s.memory.db_path, busy_timeout_ms=s.memory.busy_timeout_ms)
+        except MemoryStoreError as exc:
+            logger.warning("facts store unavailable: %s", exc)
+            facts = None
+        ledger: Ledger | None = Ledger(eywa.db)
+        if ledger is not None and not await ledger.available():
+            ledger = None
+        # The app-server starts on the first Codex call, so a bot whose sessions never use Codex never pays for it.
+        codex = CodexEngine(self.relay.env, None)
+        services = Services(
+            settings=s,
+            relay=self.relay,
+            state=state,
+            eywa=eywa,
+            facts=facts,
+            ledger=ledger,
+            codex=codex,
+            sender=Sender(application.bot),
+            tuning=self.tuning,
+            transcriber=self._given_transcriber,
+            owns_transcriber=self._given_transcriber is None,
+        )
+        self.services = services
+        self.approvals = Approvals(services)
+        self.reviews = Reviews(services)
+        self.sessions = SessionManager(services, self.approvals, self.reviews)
+        self.commands = Commands(services, self.sessions, self.approvals)
+        self.voice = VoiceFlow(services, self.sessions)
+        self.intake = Intake(services, self.route)
+
+    async def post_shutdown(self, application: Application[Any, Any, Any, Any, Any, Any]) -> None:
+        s = self.services
+        if s is None:
+            return
+        try:
+            if s.codex is not None:
+                await s.codex.aclose()
+        finally:
+            try:
+                if s.transcriber is not None and s.owns_transcriber:
+                    await s.transcriber.aclose()
+            finally:
+                try:
+                    if s.facts is not None:
+                        await s.facts.close()
+                finally:
+                    try:
+                        await s.eywa.close()
+                    finally:
+                        await s.state.close()
+
+    async def start(self) -> None:
+        app = self.application
+        await app.initialize()  # getMe: a bad token fails here
+        await self.post_init(app)
+        assert self.intake is not None and self.services is not None
+        bot = app.bot
+        try:
+            await bot.set_my_commands(bot_commands())
+        except TelegramError as exc:
+            logger.warning("setMyCommands failed: %s", exc)
+        await self._recover()
+        if self.settings.webhook_url is not None:
+            app.add_handler(TypeHandler(Update, self._on_webhook_update), group=-1)
+            await app.start()
+            assert app.updater is not None
+            host, port = self.webhook_listen
+            await app.updater.start_webhook(
+                listen=host,
+                port=port,
+                url_path=self.settings.webhook_url.rstrip("/").rsplit("/", 1)[-1],
+                webhook_url=self.settings.webhook_url,
+                allowed_updates=list(ALLOWED_UPDATES),
+            )
+            return
+        with contextlib.suppress(TelegramError):
+            await bot.delete_webhook()
+        self._poller = asyncio.create_task(self.intake.poll(), name="telegram-poll")
+
+    async def stop(self) -> None:
+        """Graceful: stop polling, cancel handlers, end live sessions (handoffs ingested), close everything."""
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            if self._poller is not None:
+                self._poller.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._poller
+                self._poller = None
+            if self.intake is not None:
+                await self.intake.cancel()
+                await self.intake.close_poll()
+            if self.sessions is not None:
+                await self.sessions.shutdown()
+            app = self.application
+            if app.updater is not None and app.updater.running:
+                await app.updater.stop()
+            if app.running:
+                await app.stop()
+        finally:
+            try:
+                await self.post_shutdown(self.application)
+            finally:
+                await self.application.shutdown()
+
+    async def _on_webhook_update(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        if isinstance(update, Update) and self.intake is not None:
+            await self.intake.receive(update)
+        raise ApplicationHandlerStop
+
+    # -- restart -------------------------------------------------------------------------------------
+
+    async def _recover(self) -> None:
+        """Report runs a dead process left (Resume / Dismiss), handle stored-but-unstarted updates, report cut ones."""
+        s = self.services
+        assert s is not None and self.intake is not None
+        for run in await s.state.interrupted_runs():
+            waiting = await s.state.queued(run.chat_id)
+            owner = run.chat_id if run.chat_id in s.settings.allowed_users else min(s.settings.allowed_users)
+            ttl = s.tuning.resume_ttl_s
+            group = f"restart-{run.id}"
+            resume = await s.state.new_callback(
+                run.chat_id, owner, RESTART_ACTION, {"op": "resume", "run": run.id}, ttl, group=group
+            )
+            dismiss = await s.state.new_callback(
+                run.chat_id, owner, RESTART_ACTION, {"op": "dismiss", "run": run.id}, ttl, group=group
+            )
+            text = (
+                f"⚠️ I was restarted while working on:\n<i>{escape(run.instruction[:500])}</i>\n"
+                f"(session {escape(run.session_id[:8] or 'not started')}). Nothing has been re-run."
+            )
+            if waiting:
+                text += f"\n{len(waiting)} more instruction(s) were waiting; Resume runs them after it."
+            try:
+                await s.sender.send(run.chat_id, text, buttons=[[("▶️ Resume", resume), ("✖️ Dismiss", dismiss)]])
+            except TelegramError as exc:
+                logger.warning("could not report the interrupted run %s: %s", run.id, exc)
+        for stored in await s.state.pending_updates():
+            await self._recover_update(stored)
+
+    async def _recover_update(self, stored: StoredUpdate) -> None:
+        s = self.services
+        assert s is not None and self.intake is not None
+        if stored.status == "received":
+            update = Update.de_json(stored.payload, self.application.bot)
+            self.intake.dispatch(update, stored.chat_id)
+            return
+        await s.state.mark_update(stored.update_id, "interrupted")
+        if stored.chat_id is None:
+            return
+        message = stored.payload.get("message") or {}
+        what = str(message.get("text") or ("a voice note" if message.get("voice") else "an update"))
+        try:
+            await s.sender.send(
+                stored.chat_id,
+                f"⚠️ I stopped while handling {what[:300]!r}; it was not finished and is not re-run. "
+                "Send it again if you still want it.",
+                html_text=False,
+            )
+        except TelegramError as exc:
+            logger.warning("could not report the cut update %s: %s", stored.update_id, exc)
+
+    # -- routing -------------------------------------------------------------------------------------
+
+    async def route(self, update: Update) -> None:
+        if update.callback_query is not None:
+            await self._on_callback(update)
+        elif update.message is not None:
+            await self._on_message(update.message)
+        elif update.edited_message is not None:
+            logger.debug("ignored an edit in chat %s", update.edited_message.chat_id)
+
+    async def _on_message(self, message: Message) -> None:
+        s = self.services
+        assert s is not None and self.sessions is not None
+        chat_id = message.chat_id
+        user_id = message.from_user.id if message.from_user else 0
+        if message.voice is not None:
+            await self.voice.handle(chat_id, user_id, message.voice)
+            return
+        text = quote_forwarded(message.to_dict())
+        forwarded = message.forward_origin is not None
+        if not text.strip():
+            await s.sender.send(
+                chat_id, "Send text or a voice note; other kinds are not supported yet.", html_text=False
+            )
+            return
+        if text.startswith("/") and not forwarded:
+            head, _, args = text.partition(" ")
+            name = head[1:].split("@", 1)[0]
+            await self.commands.handle(name, args, chat_id, user_id)
+            return
+        chat = await s.state.chat(chat_id)
+        replied = message.reply_to_message
+        target = chat.pending_correction
+        if replied is not None and not target:
+            review = await s.state.review_for_message(chat_id, replied.message_id)
+            target = review.session_id if review is not None else ""
+        if target and not forwarded:
+            await s.sender.send(chat_id, await self.reviews.correct(chat_id, target, text), html_text=False)
+            return
+        await self.voice.take_edit(chat_id)  # a text while a transcript waits replaces the transcript
+        await self.sessions.submit(chat_id, user_id, text, "text")
+
+    async def _on_callback(self, update: Update) -> None:
+        s = self.services
+        query = update.callback_query
+        assert s is not None and query is not None and self.sessions is not None
+        callback = await s.state.use_callback(query.data or "", query.from_user.id)
+        if callback is None:
+            await s.sender.answer_callback(query.id, _EXPIRED)
+            return
+        message_id = query.message.message_id if query.message is not None else None
+        op = str(callback.payload.get("op", ""))
+        if callback.action == APPROVE_ACTION:
+            toast = await self.approvals.on_callback(callback)
+        elif callback.action == REVIEW_ACTION:
+            toast = await self.reviews.on_callback(callback, message_id)
+        elif callback.action == VOICE_ACTION:
+            toast = await self.voice.on_callback(callback.chat_id, callback.user_id, op)
+        elif callback.action == RESTART_ACTION:
+            run_id = int(callback.payload.get("run", 0))
+            if op == "resume":
+                toast = await self.sessions.resume(callback.chat_id, callback.user_id, run_id)
+            else:
+                toast = await self.sessions.dismiss(callback.chat_id, run_id)
+            if message_id is not None:
+                with contextlib.suppress(TelegramError):
+                    await s.sender.bot.edit_message_reply_markup(callback.chat_id, message_id, reply_markup=None)
+        else:
+            toast = "Unknown button."
+        await s.sender.answer_callback(query.id, toast)
+
+
+async def run_bot(settings: BotSettings, relay: RelaySettings, *, tuning: Tuning | None = None) -> None:
+    """Run until SIGINT or SIGTERM (``macupos bot``)."""
+    app = BotApp(settings, relay, tuning=tuning)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):  # not on every platform
+            loop.add_signal_handler(sig, stop.set)
+    await app.start()
+    try:
+        poller = app._poller
+        waiter = asyncio.create_task(stop.wait())
+        watched: set[asyncio.Task[Any]] = {waiter} | ({poller} if poller is not None else set())
+        done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        for task in done:
+            if task is not waiter and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+    finally:
+        await app.stop()

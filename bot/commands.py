@@ -1,0 +1,229 @@
+"""The chat's slash commands: memory in chat (/recall, /remember, /facts, /rules, /handoffs), /cost, /help, /rpa,
+and the session commands (/new, /project, /stop, /status) that :mod:`bot.sessions` carries out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from datetime import UTC, datetime
+
+from telegram import BotCommand
+
+from bot.approvals import Approvals
+from bot.progress import Progress, escape, format_usage
+from bot.services import Services
+from bot.sessions import SessionManager
+from memory.errors import MemoryStoreError
+from memory.facts.model import FactsError
+from relay.errors import RelayError
+from relay.events import RelayEvent, StageEnd, StageStart
+from relay.grounding import ensure_rules_file
+
+__all__ = ["COMMANDS", "Commands", "bot_commands"]
+
+logger = logging.getLogger(__name__)
+
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("new", "Start a fresh session (grounded in memory)"),
+    ("project", "Show or switch the project folder: /project NAME"),
+    ("stop", "Interrupt the running session and drop what waits"),
+    ("status", "What runs and what waits"),
+    ("recall", "Search memory: /recall QUERY"),
+    ("remember", "Store a fact: /remember TEXT"),
+    ("facts", "The facts injected into new sessions"),
+    ("rules", "The standing rules (MEMORY.md)"),
+    ("handoffs", "Recent session handoffs"),
+    ("cost", "Tokens and cost so far"),
+    ("rpa", "Research → Plan → Audit → execute: /rpa TASK"),
+    ("help", "What this bot does"),
+)
+
+HELP = (
+    "Send an instruction as text or a voice note: it goes to this chat's Claude Code session.\n"
+    'Short follow-ups ("removed; push") continue the same session; while it runs they are queued.\n\n'
+    + "\n".join(f"/{name} — {text}" for name, text in COMMANDS)
+)
+
+
+def bot_commands() -> list[BotCommand]:
+    return [BotCommand(name, text) for name, text in COMMANDS]
+
+
+def _stage_line(event: StageEnd) -> str:
+    step = f" r{event.round}" if event.round > 1 else ""
+    mark = "" if event.ok else " · FAILED"
+    usage = format_usage(event.usage.tokens, event.usage.cost_usd)
+    return f"{event.stage}{step} · {event.engine} · {event.duration_s:.1f} s · {usage}{mark}"
+
+
+class Commands:
+    def __init__(self, services: Services, sessions: SessionManager, approvals: Approvals) -> None:
+        self.services = services
+        self.sessions = sessions
+        self.approvals = approvals
+        sessions.rpa = self.run_rpa
+
+    async def handle(self, name: str, args: str, chat_id: int, user_id: int) -> None:
+        s = self.services
+        name = name.lower()
+        if name == "rpa":
+            if not args.strip():
+                await s.sender.send(chat_id, "Usage: /rpa TASK", html_text=False)
+                return
+            await self.sessions.submit(chat_id, user_id, args.strip(), "rpa")
+            return
+        reply = await self._reply(name, args.strip(), chat_id)
+        if reply is not None:
+            await s.sender.send(chat_id, reply)
+
+    async def _reply(self, name: str, args: str, chat_id: int) -> str | None:
+        """HTML reply text, or None when the command sent its own messages."""
+        sm = self.sessions
+        match name:
+            case "start" | "help":
+                return escape(HELP)
+            case "new":
+                return escape(await sm.new(chat_id))
+            case "project":
+                return escape(await sm.switch_project(chat_id, args))
+            case "stop":
+                return escape(await sm.stop(chat_id))
+            case "status":
+                return escape(await sm.status(chat_id))
+            case "recall":
+                return await self.recall(args)
+            case "remember":
+                return await self.remember(chat_id, args)
+            case "facts":
+                return await self.facts()
+            case "rules":
+                await self.rules(chat_id)
+                return None
+            case "handoffs":
+                return await self.handoffs()
+            case "cost":
+                return await self.cost()
+        return escape(f"Unknown command /{name}. Try /help.")
+
+    async def recall(self, query: str) -> str:
+        """The same retrieval the agents' ``eywa_get`` runs, then full-text hits, with dates."""
+        s = self.services
+        if not query:
+            return "Usage: /recall QUERY"
+        try:
+            grounding = await s.eywa.get(query)
+            hits = [] if grounding.results else await s.eywa.search(query, limit=5)
+        except MemoryStoreError as exc:
+            return escape(f"Memory is unavailable: {exc}")
+        if grounding.results:
+            lines = [f"🔎 <b>{escape(query)}</b>"]
+            for r in grounding.results:
+                lines.append(f"• {escape(r.date[:10])} — {escape(r.headline)} <i>({escape(r.session_id[:8])})</i>")
+            return "\n".join(lines)
+        if hits:
+            lines = [f"🔎 <b>{escape(query)}</b> (full text)"]
+            for h in hits:
+                lines.append(f"• <i>{escape(h.session_id[:8])}</i>: {escape(' '.join(h.snippet.split())[:200])}")
+            return "\n".join(lines)
+        return escape(f"Nothing in memory matches {query!r}.")
+
+    async def remember(self, chat_id: int, text: str) -> str:
+        s = self.services
+        if not text:
+            return "Usage: /remember TEXT"
+        if s.facts is None:
+            return "The facts store is not available."
+        today = datetime.now(UTC).strftime("%Y-%m-%d")
+        mid = f"tg-{int(time.time() * 1000)}-{secrets.token_hex(2)}"
+        fields = {"predicate": "said", "object": " ".join(text.split())}
+        try:
+            await s.facts.remember(mid, "user", "Fact", fields, provenance=f"telegram chat {chat_id}, {today}")
+        except (FactsError, MemoryStoreError) as exc:
+            return escape(f"Could not store it: {exc}")
+        return escape(f"🧠 Remembered ({mid}).")
+
+    async def facts(self) -> str:
+        lines = await self.services.facts_lines()
+        if not lines:
+            return "No facts yet. Add one with /remember TEXT."
+        return "🧠 <b>Injected into new sessions</b>\n" + "\n".join(escape(line) for line in lines)
+
+    async def rules(self, chat_id: int) -> None:
+        s = self.services
+        path = await asyncio.to_thread(ensure_rules_file, s.relay.rules_path)
+        text = await asyncio.to_thread(path.read_text, encoding="utf-8")
+        await s.sender.send(chat_id, f"📜 <b>Standing rules</b> <i>({escape(str(path))})</i>")
+        await s.sender.send_markdown(chat_id, text, document_threshold=s.tuning.document_threshold)
+
+    async def handoffs(self) -> str:
+        s = self.services
+        rows = await s.eywa.list_handoffs(limit=10)
+        if not rows:
+            return "No handoffs yet."
+        lines = ["📒 <b>Recent handoffs</b>"]
+        for h in rows:
+            review = await s.state.get_review(h.session_id)
+            mark = f" [{review.state}]" if review is not None else ""
+            lines.append(f"• {escape(h.date[:10])} — {escape(h.headline)} <i>({escape(h.session_id[:8])}){mark}</i>")
+        return "\n".join(lines)
+
+    async def cost(self) -> str:
+        s = self.services
+        if s.ledger is None or not await s.ledger.available():
+            return "No cost ledger yet."
+        engines = await s.ledger.totals("engine")
+        if not engines:
+            return "Nothing spent yet."
+        lines = ["💰 <b>Cost</b>"]
+        for t in engines:
+            lines.append(f"• {escape(t.key)}: {t.runs} runs · {escape(format_usage(t.tokens, t.cost_usd))}")
+        sessions = (await s.ledger.totals("session"))[:5]
+        if sessions:
+            lines.append("<b>Top sessions</b>")
+            lines += [f"• {escape(t.key[:8])}: {escape(format_usage(t.tokens, t.cost_usd))}" for t in sessions]
+        return "\n".join(lines)
+
+    async def run_rpa(self, chat_id: int, user_id: int, task: str, progress: Progress) -> str:
+        """The Research → Plan → Audit pipeline with a progress line per stage; the audit findings shown."""
+        from relay.rpa import run_rpa  # imported here: the pipeline is optional at startup
+
+        s = self.services
+        if s.codex is None:
+            await s.sender.send(chat_id, "Codex is not available, so the RPA pipeline cannot run.", html_text=False)
+            return "failed"
+        project = await s.project_of(chat_id)
+
+        async def on_event(event: RelayEvent) -> None:
+            if isinstance(event, StageStart):
+                progress.update(stage=f"{event.stage} ({event.engine})")
+            elif isinstance(event, StageEnd):
+                progress.update(line=_stage_line(event))
+                progress.add_usage(event.usage.tokens, event.usage.cost_usd)
+
+        try:
+            report = await run_rpa(
+                task,
+                settings=s.relay,
+                project_dir=project.path,
+                eywa=s.eywa,
+                codex=s.codex,
+                on_event=on_event,
+                ledger=s.ledger,
+                facts_lines=await s.facts_lines(),
+                can_use_tool=self.approvals.hook(chat_id, lambda: user_id, self.sessions.chat(chat_id).grants),
+            )
+        except ValueError as exc:
+            raise RelayError(str(exc)) from exc
+        status = "failed" if report.error else "done"
+        await progress.finish(status, f"run {report.run_id} · {report.duration_s:.0f} s")
+        parts = [report.summary]
+        audits = [o for o in report.stages if o.stage == "audit"]
+        if audits:
+            last = audits[-1]
+            parts.append(f"**Audit** (round {last.round}): {last.verdict or 'no verdict'}")
+            parts += [f"- {f}" for f in last.findings] or ["- no findings"]
+        await s.sender.send_markdown(chat_id, "\n\n".join(parts), document_threshold=s.tuning.document_threshold)
+        return status

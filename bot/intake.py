@@ -1,0 +1,157 @@
+"""Every update's way in: the gatekeeper, then a claim in BotState, and only then the acknowledgement.
+
+Long polling is our own loop over ``getUpdates`` rather than PTB's Updater, because the Updater confirms a
+batch (by asking for the next offset) before the application has seen it: here each update of a batch is
+gated and claimed (stored, unique by update id) before the next ``getUpdates`` confirms the batch, so a crash
+at any point loses nothing and a redelivery is never handled twice. A stranger's update costs no database
+write: it gets at most one short refusal per chat per window and never reaches a handler.
+
+Admitted updates are handled one at a time per chat, in arrival order; chats run in parallel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from telegram import Update
+from telegram.error import Forbidden, InvalidToken, NetworkError, TelegramError, TimedOut
+
+from bot.auth import REFUSAL_TEXT, Gatekeeper, UpdateOrigin, Verdict, describe_update_origin
+from bot.services import Services
+
+__all__ = ["ALLOWED_UPDATES", "Intake", "Route"]
+
+logger = logging.getLogger(__name__)
+
+Route = Callable[[Update], Awaitable[None]]
+# Only what the bot acts on: Telegram then never stores other kinds (polls, joins, reactions) for us.
+ALLOWED_UPDATES: tuple[str, ...] = ("message", "edited_message", "callback_query")
+_MAX_BACKOFF_S = 30.0
+
+
+class Intake:
+    def __init__(self, services: Services, route: Route, *, clock: Callable[[], float] = time.time) -> None:
+        self.services = services
+        self.route = route
+        self.gate = Gatekeeper.from_settings(services.settings)
+        self._clock = clock
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._chat_locks: dict[int, asyncio.Lock] = {}
+        self.offset = 0
+        self.admitted = 0
+        self.refused = 0
+        self.dropped = 0  # redeliveries and silently ignored strangers
+
+    # -- admission ---------------------------------------------------------------------------------
+
+    async def receive(self, update: Update) -> bool:
+        """Gate and claim one update; dispatch it when it is new. True when it was dispatched."""
+        data = update.to_dict()
+        origin = describe_update_origin(data)
+        verdict = self.gate.verdict(origin, self._clock())
+        if verdict is Verdict.REFUSE:
+            self.refused += 1
+            self._spawn(self._refuse(update, origin))
+            return False
+        if verdict is Verdict.IGNORE:
+            self.dropped += 1
+            return False
+        claimed = await self.services.state.claim_update(
+            update.update_id, origin.chat_id, origin.user_id, origin.kind, data
+        )
+        if not claimed:
+            self.dropped += 1
+            return False
+        self.admitted += 1
+        self.dispatch(update, origin.chat_id)
+        return True
+
+    async def _refuse(self, update: Update, origin: UpdateOrigin) -> None:
+        sender = self.services.sender
+        try:
+            if update.callback_query is not None:
+                await sender.answer_callback(update.callback_query.id, REFUSAL_TEXT)
+            elif origin.chat_id is not None:
+                await sender.bot.send_message(origin.chat_id, REFUSAL_TEXT)
+        except TelegramError as exc:  # a stranger who blocked us, a flood: never worth more than a log line
+            logger.debug("refusal to %s not delivered: %s", origin.chat_id, exc)
+
+    # -- handling ----------------------------------------------------------------------------------
+
+    def dispatch(self, update: Update, chat_id: int | None) -> None:
+        """Handle a claimed update in the background, after the chat's earlier updates."""
+        key = chat_id if chat_id is not None else 0
+        lock = self._chat_locks.get(key)
+        if lock is None:
+            lock = self._chat_locks[key] = asyncio.Lock()
+        self._spawn(self._handle(update, lock))
+
+    async def _handle(self, update: Update, lock: asyncio.Lock) -> None:
+        state = self.services.state
+        async with lock:  # acquired first thing: tasks start in creation order, so a chat keeps its order
+            await state.mark_update(update.update_id, "handling")
+            try:
+                await self.route(update)
+            except asyncio.CancelledError:
+                raise  # shutdown or crash: stays "handling", reported (not re-run) at the next start
+            except Exception:
+                logger.exception("update %s failed", update.update_id)
+                await state.mark_update(update.update_id, "failed")
+                return
+            await state.mark_update(update.update_id, "done")
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def idle(self) -> None:
+        """Wait until every dispatched update has been handled (tests and benchmarks)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def cancel(self, grace_s: float = 5.0) -> None:
+        """Let running handlers finish within ``grace_s`` (most take milliseconds), then cancel the rest."""
+        tasks = list(self._tasks)
+        if not tasks:
+            return
+        _, late = await asyncio.wait(tasks, timeout=grace_s)
+        for t in late:
+            t.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+
+    # -- long polling ------------------------------------------------------------------------------
+
+    async def poll(self) -> None:
+        """getUpdates forever; every update of a batch is claimed before the next call confirms the batch."""
+        bot = self.services.sender.bot
+        timeout = self.services.tuning.poll_timeout_s
+        backoff = 0.5
+        while True:
+            try:
+                updates = await bot.get_updates(
+                    offset=self.offset or None, timeout=int(timeout), allowed_updates=list(ALLOWED_UPDATES)
+                )
+            except (InvalidToken, Forbidden):
+                raise  # a revoked token will not heal by retrying
+            except (TimedOut, NetworkError) as exc:
+                logger.warning("getUpdates failed (%s); retrying in %.1f s", exc, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, _MAX_BACKOFF_S)
+                continue
+            backoff = 0.5
+            for update in updates:
+                await self.receive(update)
+                self.offset = max(self.offset, update.update_id + 1)
+
+    async def close_poll(self) -> None:
+        """Confirm what was claimed, so a restart is not sent it again (harmless either way: claims dedupe)."""
+        if not self.offset:
+            return
+        with contextlib.suppress(TelegramError):
+            await self.services.sender.bot.get_updates(offset=self.offset, timeout=0, limit=1)

@@ -1,0 +1,192 @@
+"""Handoff review in chat: each session's handoff is posted with Keep / Forget / Show full / Correct.
+
+A correction (the text after "Correct", or any reply to the posted handoff) is stored with the handoff:
+the handoff is re-imported through Eywa's public ``import_dir`` with the correction appended as an insight
+and ``source: correction``, so retrieval and the mirror both see it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import tempfile
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from telegram.error import TelegramError
+
+from bot.progress import escape
+from bot.services import Services
+from bot.state import Callback
+from memory.errors import HandoffFormatError, MemoryStoreError
+from memory.handoff_format import from_markdown, to_markdown
+from memory.models import Handoff
+
+__all__ = ["REVIEW_ACTION", "Reviews", "handoff_card"]
+
+logger = logging.getLogger(__name__)
+
+REVIEW_ACTION = "review"
+_ITEMS = 5
+
+
+def _section(title: str, items: list[str]) -> list[str]:
+    if not items:
+        return []
+    shown = [f"• {escape(' '.join(i.split()))}" for i in items[:_ITEMS]]
+    if len(items) > _ITEMS:
+        shown.append(f"… and {len(items) - _ITEMS} more")
+    return [f"<b>{title}</b>", *shown]
+
+
+def handoff_card(h: Handoff) -> str:
+    """The phone-sized view: headline, what happened, decisions, open threads."""
+    lines = [
+        f"📒 <b>{escape(h.headline or 'Session handoff')}</b>",
+        f"<i>{escape(h.session_id[:8])} · {h.date[:16]}</i>",
+    ]
+    lines += _section("What happened", h.what_happened)
+    lines += _section("Decisions", h.insights)
+    lines += _section("Open threads", h.open_threads)
+    text = "\n".join(lines)
+    return text if len(text) <= 3800 else text[:3790] + "…"
+
+
+class Reviews:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    async def post(self, chat_id: int, user_id: int, session_id: str, markdown: str) -> int | None:
+        """Post a handoff for review; returns the message id (None when it could not be shown)."""
+        s = self.services
+        try:
+            handoff = from_markdown(markdown)
+        except HandoffFormatError as exc:
+            logger.warning("handoff %s unreadable: %s", session_id, exc)
+            return None
+        ttl = s.tuning.review_ttl_s
+        tokens = {
+            op: await s.state.new_callback(chat_id, user_id, REVIEW_ACTION, {"session_id": session_id, "op": op}, ttl)
+            for op in ("keep", "forget", "full", "correct")
+        }
+        buttons = [
+            [("👍 Keep", tokens["keep"]), ("🗑 Forget", tokens["forget"])],
+            [("📄 Show full", tokens["full"]), ("✏️ Correct", tokens["correct"])],
+        ]
+        try:
+            message = await s.sender.send(chat_id, handoff_card(handoff), buttons=buttons)
+        except TelegramError as exc:
+            logger.warning("could not post the handoff of %s: %s", session_id, exc)
+            return None
+        await s.state.review(session_id, chat_id, message.message_id)
+        return message.message_id
+
+    async def on_callback(self, callback: Callback, message_id: int | None) -> str:
+        s = self.services
+        session_id = str(callback.payload.get("session_id", ""))
+        op = str(callback.payload.get("op", ""))
+        chat_id = callback.chat_id
+        review = await s.state.get_review(session_id)
+        if review is None:
+            return "Unknown handoff."
+        if op == "full":
+            try:
+                view = await s.eywa.show(session_id)
+            except MemoryStoreError:
+                return "That handoff is gone."
+            if view.handoff is None:
+                return "That handoff is gone."
+            await s.sender.send_markdown(chat_id, view.handoff.markdown, document_threshold=s.tuning.document_threshold)
+            await self._renew(callback, message_id)
+            return "Full handoff sent."
+        if review.state == "forgotten":
+            return "Already forgotten."
+        if op == "keep":
+            await s.state.set_review(session_id, "kept", review.correction)
+            await self._mark(chat_id, message_id, "👍 Kept.")
+            return "Kept."
+        if op == "forget":
+            try:
+                await s.eywa.forget(session_id)
+            except MemoryStoreError as exc:
+                logger.info("forget %s: %s", session_id, exc)
+            await s.state.set_review(session_id, "forgotten", review.correction)
+            await self._mark(chat_id, message_id, "🗑 Forgotten: removed from memory.")
+            return "Forgotten."
+        if op == "correct":
+            await s.state.set_pending_correction(chat_id, session_id)
+            await s.sender.send(
+                chat_id, "✏️ Send the correction as your next message (or reply to the handoff).", html_text=False
+            )
+            await self._renew(callback, message_id)
+            return "Waiting for your correction."
+        return "Unknown action."
+
+    async def _renew(self, callback: Callback, message_id: int | None) -> None:
+        """Show full / Correct do not end the review: put fresh buttons back (each press spends its token)."""
+        if message_id is None:
+            return
+        try:
+            view = await self.services.eywa.show(str(callback.payload.get("session_id", "")))
+            if view.handoff is None:
+                return
+            handoff = from_markdown(view.handoff.markdown)
+        except (MemoryStoreError, HandoffFormatError):
+            return
+        await self._repost_buttons(callback, message_id, handoff)
+
+    async def _repost_buttons(self, callback: Callback, message_id: int, handoff: Handoff) -> None:
+        s = self.services
+        ttl = s.tuning.review_ttl_s
+        session_id = handoff.session_id
+        tokens = {
+            op: await s.state.new_callback(
+                callback.chat_id, callback.user_id, REVIEW_ACTION, {"session_id": session_id, "op": op}, ttl
+            )
+            for op in ("keep", "forget", "full", "correct")
+        }
+        buttons = [
+            [("👍 Keep", tokens["keep"]), ("🗑 Forget", tokens["forget"])],
+            [("📄 Show full", tokens["full"]), ("✏️ Correct", tokens["correct"])],
+        ]
+        try:
+            await s.sender.edit(callback.chat_id, message_id, handoff_card(handoff), buttons=buttons)
+        except TelegramError as exc:
+            logger.debug("could not renew review buttons: %s", exc)
+
+    async def _mark(self, chat_id: int, message_id: int | None, note: str) -> None:
+        if message_id is None:
+            return
+        review_text = note
+        try:
+            await self.services.sender.edit(chat_id, message_id, escape(review_text))
+        except TelegramError as exc:
+            logger.debug("could not mark the review: %s", exc)
+
+    async def correct(self, chat_id: int, session_id: str, text: str) -> str:
+        """Store a correction with the handoff; returns the reply for the chat."""
+        s = self.services
+        try:
+            view = await s.eywa.show(session_id)
+        except MemoryStoreError:
+            return "That handoff is no longer in memory."
+        if view.handoff is None:
+            return "That session has no handoff to correct."
+        try:
+            handoff = from_markdown(view.handoff.markdown)
+        except HandoffFormatError as exc:
+            return f"The stored handoff is unreadable: {exc}"
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d")
+        note = f"Correction from the owner ({stamp}): {' '.join(text.split())}"
+        corrected = replace(handoff, insights=[*handoff.insights, note], source="correction")
+        s.tmp_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=s.tmp_dir) as folder:
+            path = Path(folder) / "correction.md"
+            await asyncio.to_thread(path.write_text, to_markdown(corrected), encoding="utf-8")
+            report = await s.eywa.import_dir(Path(folder))
+        if report.imported != 1:
+            return f"The correction could not be stored: {report.rejected[0][1] if report.rejected else 'unknown'}"
+        await s.state.set_review(session_id, "corrected", note)
+        await s.state.set_pending_correction(chat_id, "")
+        return "✏️ Correction stored with the handoff; future sessions will see it."

@@ -1,0 +1,428 @@
+"""One Claude Code session per chat: start, continue, queue follow-ups, stop, switch project, resume after a restart.
+
+A chat has at most one worker (a task running instructions one after another) and at most one live
+session (the CLI process, kept for ``session_idle_s`` after the last instruction so a follow-up skips the
+start). Instructions that arrive while the worker runs are queued in BotState and go to the same live
+session in order. A chat's ``session_id`` is what the next instruction continues (resumed by id after the
+live process ended), until ``/new``. When a live session ends its handoff is posted for review.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from telegram.error import TelegramError
+
+from bot.approvals import Approvals, SessionGrants
+from bot.progress import Progress, escape
+from bot.review import Reviews
+from bot.services import Services
+from bot.settings import Project
+from bot.state import ChatBusyError
+from relay.errors import RelayError, SessionError
+from relay.events import HandoffReady, PermissionRequest, RelayEvent, SessionResult, StageEnd, StageStart, ToolStart
+from relay.relay_tools import build_relay_server
+from relay.session import ClaudeSession
+from relay.stages import stage_configs
+
+__all__ = ["ChatSession", "SessionManager", "Task"]
+
+logger = logging.getLogger(__name__)
+
+RpaRunner = Callable[[int, int, str, Progress], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    text: str
+    user_id: int
+    source: str = "text"  # text | voice | resume | rpa
+    queue_id: int | None = None
+
+
+@dataclass(slots=True)
+class ChatSession:
+    chat_id: int
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    live: ClaudeSession | None = None
+    project: str = ""
+    worker: asyncio.Task[None] | None = None
+    idle: asyncio.Task[None] | None = None
+    closing: asyncio.Task[None] | None = None
+    progress: Progress | None = None
+    user_id: int = 0
+    grants: SessionGrants = field(default_factory=SessionGrants)
+    instruction: str = ""
+    started: float = 0.0
+    stopping: bool = False
+
+    @property
+    def busy(self) -> bool:
+        return self.worker is not None and not self.worker.done()
+
+
+def _title(text: str) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= 60 else one[:59] + "…"
+
+
+class SessionManager:
+    def __init__(self, services: Services, approvals: Approvals, reviews: Reviews) -> None:
+        self.services = services
+        self.approvals = approvals
+        self.reviews = reviews
+        self.rpa: RpaRunner | None = None  # set by the app when the RPA pipeline is available
+        self.shutting_down = False
+        self._chats: dict[int, ChatSession] = {}
+
+    def chat(self, chat_id: int) -> ChatSession:
+        c = self._chats.get(chat_id)
+        if c is None:
+            c = self._chats[chat_id] = ChatSession(chat_id)
+        return c
+
+    def busy(self, chat_id: int) -> bool:
+        c = self._chats.get(chat_id)
+        return c is not None and c.busy
+
+    # -- instructions ------------------------------------------------------------------------------
+
+    async def submit(self, chat_id: int, user_id: int, text: str, source: str = "text") -> None:
+        """Run an instruction now, or queue it for the live session when the chat's worker is busy."""
+        s = self.services
+        c = self.chat(chat_id)
+        async with c.lock:
+            if c.busy:
+                await s.state.enqueue(chat_id, text, source)
+                waiting = len(await s.state.queued(chat_id))
+                await s.sender.send(
+                    chat_id,
+                    f"📥 Queued ({waiting} waiting): it goes to the live session when the current step ends.",
+                    html_text=False,
+                )
+                return
+            if c.idle is not None:
+                c.idle.cancel()  # a close already under way goes on (shielded); the next run waits for it
+                c.idle = None
+            c.stopping = False
+            c.worker = asyncio.create_task(self._drain(c, Task(text, user_id, source)), name=f"chat-{chat_id}")
+
+    async def _drain(self, c: ChatSession, task: Task) -> None:
+        s = self.services
+        current: Task | None = task
+        while current is not None:
+            await self._run_one(c, current)
+            if current.queue_id is not None:
+                await s.state.mark_queued(current.queue_id, "done")
+            async with c.lock:
+                queued = None if c.stopping else await s.state.next_queued(c.chat_id)
+                if queued is None:
+                    c.worker = None
+                    self._arm_idle(c)
+                    return
+                await s.state.mark_queued(queued.id, "running")
+            current = Task(queued.text, c.user_id, queued.source, queued.id)
+
+    async def _run_one(self, c: ChatSession, task: Task) -> None:
+        s = self.services
+        chat_id = c.chat_id
+        c.user_id, c.instruction, c.started = task.user_id, task.text, time.monotonic()
+        project = await s.project_of(chat_id)
+        chat = await s.state.chat(chat_id)
+        try:
+            run_id = await s.state.start_run(chat_id, task.text, chat.session_id, project.name)
+        except ChatBusyError:
+            await s.sender.send(
+                chat_id, "A run is still recorded as running in this chat; try /status.", html_text=False
+            )
+            return
+        t = s.tuning
+        title = "Research → Plan → Audit" if task.source == "rpa" else _title(task.text)
+        progress = Progress(
+            s.sender, chat_id, title, min_edit_interval_s=t.min_edit_interval_s, heartbeat_s=t.heartbeat_s
+        )
+        c.progress = progress
+        try:
+            await progress.start()
+            if task.source == "rpa":
+                status = await self._run_rpa(c, task, progress)
+            else:
+                status = await self._run_claude(c, task, project, chat.session_id, run_id, progress)
+        except asyncio.CancelledError:
+            raise  # a shutdown or crash: the run stays "running" and the next start offers to resume it
+        except RelayError as exc:
+            logger.warning("run in chat %s failed: %s", chat_id, exc)
+            with contextlib.suppress(TelegramError):
+                await progress.finish("failed", str(exc)[:300])
+                await s.sender.send(chat_id, f"❌ {escape(str(exc)[:3000])}")
+            status = "failed"
+        except TelegramError as exc:
+            logger.warning("telegram failed during a run in chat %s: %s", chat_id, exc)
+            status = "failed"
+        finally:
+            c.progress = None
+        if self.shutting_down:
+            return  # the run stays "running": the next start reports it and offers to resume
+        await s.state.finish_run(run_id, status)  # type: ignore[arg-type]
+
+    async def _run_claude(
+        self, c: ChatSession, task: Task, project: Project, resume: str, run_id: int, progress: Progress
+    ) -> str:
+        s = self.services
+        session = await self._session(c, project, resume or None)
+        await s.state.set_run_session(run_id, session.session_id)
+        await s.state.set_session(c.chat_id, session.session_id)
+        progress.update(stage="running")
+        result: SessionResult | None = None
+        try:
+            async for event in session.stream(task.text):
+                if isinstance(event, SessionResult):
+                    result = event
+        except SessionError as exc:
+            if resume and "No conversation found" in (exc.stderr_tail or "") + str(exc):
+                c.live = None
+                await s.sender.send(
+                    c.chat_id, "Could not resume the earlier session; starting a new one.", html_text=False
+                )
+                await s.state.set_session(c.chat_id, None)
+                return await self._run_claude(c, task, project, "", run_id, progress)
+            c.live = None  # the relay ends a session on an error
+            raise
+        if result is None:
+            raise SessionError("the run ended without a result", session_id=session.session_id)
+        if self.shutting_down:
+            return "interrupted"
+        await s.state.set_session(c.chat_id, result.session_id)
+        status = "stopped" if result.subtype == "interrupted" else ("failed" if result.is_error else "done")
+        model = session.model or s.relay.claude_model or "default model"
+        footer = f"claude · {model} · session {result.session_id[:8]} · {result.duration_s:.1f} s"
+        progress.add_usage(result.usage.tokens, result.usage.cost_usd)
+        await progress.finish(status, footer)
+        if result.answer.strip() or status == "done":
+            await s.sender.send_markdown(c.chat_id, result.answer, document_threshold=s.tuning.document_threshold)
+        return status
+
+    async def _run_rpa(self, c: ChatSession, task: Task, progress: Progress) -> str:
+        if self.rpa is None:
+            await self.services.sender.send(c.chat_id, "The RPA pipeline is not available.", html_text=False)
+            return "failed"
+        return await self.rpa(c.chat_id, task.user_id, task.text, progress)
+
+    async def _session(self, c: ChatSession, project: Project, resume: str | None) -> ClaudeSession:
+        """The chat's live session, or a new one (resumed by id when the chat has a current session)."""
+        if c.closing is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await c.closing
+            c.closing = None
+        if c.live is not None and c.project == project.name:
+            return c.live
+        if c.live is not None:
+            await self._close_live(c)
+        s = self.services
+        c.grants = SessionGrants()
+
+        async def on_event(event: RelayEvent) -> None:
+            await self._on_event(c, event)
+
+        session = await ClaudeSession.start(
+            s.relay,
+            project_dir=project.path,
+            eywa=s.eywa,
+            facts_lines=await s.facts_lines(),
+            resume=resume,
+            can_use_tool=self.approvals.hook(c.chat_id, lambda: c.user_id, c.grants),
+            on_event=on_event,
+            ledger=s.ledger,
+            project=project.name,
+        )
+        if s.codex is not None:
+            session.add_mcp_server(
+                "relay",
+                build_relay_server(
+                    s.codex,
+                    cwd=project.path,
+                    stages=stage_configs(s.relay.codex_stages),
+                    on_event=session.emit,
+                    on_turn=session.on_codex_turn,
+                ),
+            )
+        c.live, c.project = session, project.name
+        return session
+
+    async def _on_event(self, c: ChatSession, event: RelayEvent) -> None:
+        progress = c.progress
+        if isinstance(event, HandoffReady):
+            await self.reviews.post(c.chat_id, c.user_id, event.session_id, event.markdown)
+            return
+        if progress is None:
+            return
+        if isinstance(event, ToolStart):
+            progress.update(tool=event.name)
+        elif isinstance(event, PermissionRequest):
+            progress.update(stage="waiting for your approval", tool=event.tool_name)
+        elif isinstance(event, StageStart):
+            progress.update(stage=f"{event.stage} ({event.engine})")
+        elif isinstance(event, StageEnd):
+            progress.add_usage(event.usage.tokens, event.usage.cost_usd)
+
+    # -- ending sessions ---------------------------------------------------------------------------
+
+    def _arm_idle(self, c: ChatSession) -> None:
+        if c.live is None:
+            return
+        delay = self.services.tuning.session_idle_s
+
+        async def later() -> None:
+            if delay > 0:
+                await asyncio.sleep(delay)
+            async with c.lock:
+                if c.busy:
+                    return
+            await self._close_live(c)
+
+        c.idle = asyncio.create_task(later(), name=f"idle-{c.chat_id}")
+
+    async def _close_live(self, c: ChatSession) -> None:
+        """End the live session: the relay ingests it and emits HandoffReady (posted for review)."""
+        session, c.live = c.live, None
+        if session is None:
+            return
+
+        async def close() -> None:
+            try:
+                await session.aclose()
+            except RelayError as exc:
+                logger.warning("closing the session of chat %s: %s", c.chat_id, exc)
+
+        c.closing = asyncio.create_task(close(), name=f"close-{c.chat_id}")
+        await asyncio.shield(c.closing)
+
+    # -- commands ------------------------------------------------------------------------------------
+
+    async def stop(self, chat_id: int) -> str:
+        s = self.services
+        c = self.chat(chat_id)
+        cancelled = 0
+        async with c.lock:
+            for q in await s.state.queued(chat_id):
+                await s.state.mark_queued(q.id, "cancelled")
+                cancelled += 1
+            if not c.busy:
+                return "Nothing is running." + (f" Cancelled {cancelled} waiting." if cancelled else "")
+            c.stopping = True
+        interrupted = c.live is not None and await c.live.interrupt()
+        if not interrupted and c.worker is not None:
+            c.worker.cancel()  # nothing to interrupt politely (RPA, or the CLI still starting)
+            with contextlib.suppress(asyncio.CancelledError):
+                await c.worker
+            c.worker = None
+            run = await s.state.running(chat_id)
+            if run is not None:
+                await s.state.finish_run(run.id, "stopped")
+            if c.live is not None:
+                await self._close_live(c)
+        extra = f" Cancelled {cancelled} waiting instruction(s)." if cancelled else ""
+        return "⏹ Stopped." + extra
+
+    async def new(self, chat_id: int) -> str:
+        c = self.chat(chat_id)
+        if c.busy:
+            return "A session is running: /stop it first, or wait for it to finish."
+        if c.idle is not None:
+            c.idle.cancel()
+            c.idle = None
+        await self._close_live(c)
+        await self.services.state.set_session(chat_id, None)
+        return "🆕 The next instruction starts a fresh session, grounded in memory."
+
+    async def switch_project(self, chat_id: int, name: str) -> str:
+        s = self.services
+        if not name.strip():
+            current = await s.project_of(chat_id)
+            names = ", ".join(p.name for p in s.settings.projects)
+            return f"Project: {current.name} ({current.path}). Available: {names}. Use /project NAME."
+        project = s.settings.project(name)
+        if project is None:
+            names = ", ".join(p.name for p in s.settings.projects)
+            return f"No project called {name!r}. Available: {names}."
+        c = self.chat(chat_id)
+        if c.busy:
+            return "A session is running: /stop it first, or wait for it to finish."
+        await self._close_live(c)
+        await s.state.set_project(chat_id, project.name)
+        return f"📁 Project {project.name} ({project.path}); the next instruction starts a new session there."
+
+    async def status(self, chat_id: int) -> str:
+        s = self.services
+        c = self.chat(chat_id)
+        chat = await s.state.chat(chat_id)
+        project = await s.project_of(chat_id)
+        lines = [f"📁 Project: {project.name} ({project.path})"]
+        lines.append(f"🧵 Session: {chat.session_id[:8] if chat.session_id else 'none (next instruction starts one)'}")
+        if c.busy:
+            lines.append(f"⏳ Running for {time.monotonic() - c.started:.0f} s: {_title(c.instruction)}")
+        elif c.live is not None:
+            lines.append("💤 Live session idle, waiting for a follow-up.")
+        else:
+            lines.append("Nothing is running.")
+        waiting = await s.state.queued(chat_id)
+        if waiting:
+            lines.append(f"📥 Waiting ({len(waiting)}):")
+            lines += [f"  {n}. {_title(q.text)}" for n, q in enumerate(waiting, 1)]
+        return "\n".join(lines)
+
+    async def resume(self, chat_id: int, user_id: int, run_id: int) -> str:
+        """The owner pressed Resume on an interrupted run: continue its session with a note, then the queue."""
+        s = self.services
+        run = await s.state.get_run(run_id)
+        if run is None or run.status != "interrupted":
+            return "That run was already handled."
+        await s.state.finish_run(run_id, "resumed")
+        if run.session_id:
+            await s.state.set_session(chat_id, run.session_id)
+        note = (
+            "The bot was restarted while you were working on my instruction below. Check what was already done, "
+            f"then continue where you left off.\n\n{run.instruction}"
+        )
+        await self.submit(chat_id, user_id, note, "resume")
+        return "Resuming."
+
+    async def dismiss(self, chat_id: int, run_id: int) -> str:
+        s = self.services
+        run = await s.state.get_run(run_id)
+        if run is None or run.status != "interrupted":
+            return "That run was already handled."
+        await s.state.finish_run(run_id, "dismissed")
+        for q in await s.state.queued(chat_id):
+            await s.state.mark_queued(q.id, "cancelled")
+        return "Dismissed."
+
+    async def shutdown(self, grace_s: float = 10.0) -> None:
+        """Interrupt running turns, let workers wind down (their runs stay recorded as running, so the next
+        start offers to resume them), cancel what does not within ``grace_s``, and end the live sessions."""
+        self.shutting_down = True
+        self.approvals.deny_all()
+        chats = list(self._chats.values())
+        for c in chats:
+            c.stopping = True
+            if c.idle is not None:
+                c.idle.cancel()
+            if c.busy and c.live is not None:
+                await c.live.interrupt()
+        workers = [c.worker for c in chats if c.worker is not None and not c.worker.done()]
+        if workers:
+            _, late = await asyncio.wait(workers, timeout=grace_s)
+            for t in late:  # cancelling mid-write is the last resort (see the report on memory.db)
+                t.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+        for c in chats:
+            c.worker = c.idle = None
+            if c.closing is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await c.closing
+            await self._close_live(c)

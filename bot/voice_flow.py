@@ -1,0 +1,131 @@
+"""A voice note becomes an instruction: size check before download, local transcription, the echo, then the run.
+
+The transcript is echoed ("🎙 …") before any work starts; with ``voice_confirm`` the owner first taps Run
+(or sends a corrected text instead). Project names and recent memory keywords prime Whisper's spelling.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+
+from telegram import Voice
+from telegram.error import TelegramError
+
+from bot.errors import VoiceError
+from bot.progress import escape
+from bot.services import Services
+from bot.sessions import SessionManager
+from memory.errors import MemoryStoreError
+
+__all__ = ["MAX_VOICE_BYTES", "VOICE_ACTION", "VoiceFlow", "strip_trigger"]
+
+logger = logging.getLogger(__name__)
+
+MAX_VOICE_BYTES = 20 * 1024 * 1024  # Telegram's getFile limit for bots
+VOICE_ACTION = "voice"
+_CONFIRM_TTL_S = 3600.0
+_WORDS = re.compile(r"[\w']+")
+
+
+def strip_trigger(transcript: str, trigger: str) -> str | None:
+    """The task after a spoken trigger ("Run the relay: fix the flaky test" → "fix the flaky test"), else None."""
+    words = _WORDS.findall(transcript)
+    wanted = _WORDS.findall(trigger.lower())
+    if not wanted or [w.lower() for w in words[: len(wanted)]] != wanted:
+        return None
+    # Cut the spoken text after the trigger's last word, keeping the rest as said.
+    pattern = r"\W*".join(re.escape(w) for w in wanted)
+    match = re.match(rf"\W*{pattern}\W*", transcript, re.IGNORECASE)
+    rest = transcript[match.end() :] if match else " ".join(words[len(wanted) :])
+    return rest.strip() or None
+
+
+class VoiceFlow:
+    def __init__(self, services: Services, sessions: SessionManager) -> None:
+        self.services = services
+        self.sessions = sessions
+
+    async def hotwords(self) -> list[str]:
+        s = self.services
+        words = [p.name for p in s.settings.projects]
+        try:
+            for h in await s.eywa.list_handoffs(limit=10):
+                words += list(h.keywords[:4])
+        except MemoryStoreError as exc:
+            logger.debug("no memory keywords for the transcriber: %s", exc)
+        return list(dict.fromkeys(w for w in words if w))[:40]
+
+    async def handle(self, chat_id: int, user_id: int, voice: Voice) -> None:
+        s = self.services
+        size = voice.file_size or 0
+        if size > MAX_VOICE_BYTES:
+            await s.sender.send(
+                chat_id,
+                f"🎙 That voice note is {size / 1_048_576:.1f} MB; Telegram lets bots download at most 20 MB. "
+                "Please send a shorter one, or type the instruction.",
+                html_text=False,
+            )
+            return
+        try:
+            file = await s.sender.bot.get_file(voice.file_id)
+            data = bytes(await file.download_as_bytearray())
+        except TelegramError as exc:
+            await s.sender.send(chat_id, f"🎙 Could not download the voice note: {exc.message}", html_text=False)
+            return
+        try:
+            transcriber = await s.get_transcriber()
+            transcript = await transcriber.transcribe(data, hotwords=await self.hotwords())
+        except VoiceError as exc:
+            await s.sender.send(chat_id, f"🎙 {exc}", html_text=False)
+            return
+        text = " ".join(transcript.text.split())
+        if not text:
+            await s.sender.send(chat_id, "🎙 I could not hear any words in that voice note.", html_text=False)
+            return
+        if s.settings.voice_confirm:
+            await self._ask_confirm(chat_id, user_id, text)
+            return
+        await s.sender.send(chat_id, f"🎙 {escape(text)}")
+        await self.run_transcript(chat_id, user_id, text)
+
+    async def run_transcript(self, chat_id: int, user_id: int, text: str) -> None:
+        task = strip_trigger(text, self.services.settings.rpa_trigger)
+        if task is not None:
+            await self.sessions.submit(chat_id, user_id, task, "rpa")
+            return
+        await self.sessions.submit(chat_id, user_id, text, "voice")
+
+    async def _ask_confirm(self, chat_id: int, user_id: int, text: str) -> None:
+        s = self.services
+        await s.state.set_pending_transcript(chat_id, text)
+        group = f"voice-{secrets.token_urlsafe(8)}"
+        run = await s.state.new_callback(chat_id, user_id, VOICE_ACTION, {"op": "run"}, _CONFIRM_TTL_S, group=group)
+        drop = await s.state.new_callback(chat_id, user_id, VOICE_ACTION, {"op": "cancel"}, _CONFIRM_TTL_S, group=group)
+        await s.sender.send(
+            chat_id,
+            f"🎙 {escape(text)}\n\n<i>Run it, or send the corrected text instead.</i>",
+            buttons=[[("▶️ Run", run), ("✖️ Cancel", drop)]],
+        )
+
+    async def on_callback(self, chat_id: int, user_id: int, op: str) -> str:
+        s = self.services
+        chat = await s.state.chat(chat_id)
+        text = chat.pending_transcript
+        await s.state.set_pending_transcript(chat_id, "")
+        if not text:
+            return "Nothing is waiting."
+        if op != "run":
+            return "Cancelled."
+        await self.run_transcript(chat_id, user_id, text)
+        return "Running."
+
+    async def take_edit(self, chat_id: int) -> bool:
+        """A text message while a transcript waits replaces it: the pending one is dropped. True if one waited."""
+        s = self.services
+        chat = await s.state.chat(chat_id)
+        if not chat.pending_transcript:
+            return False
+        await s.state.set_pending_transcript(chat_id, "")
+        return True
