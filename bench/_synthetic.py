@@ -125,14 +125,21 @@ def build(corpus: Corpus, path: Path) -> None:
         con.executemany(
             "INSERT INTO content(rowid, session_id, kind, parent_id, body) VALUES(?, ?, 'main', '', ?)", rows
         )
+        con.executemany("INSERT INTO content_rows(session_id, row) VALUES(?, ?)", ((sid, r) for r, sid, _ in rows))
+        # A synthetic body has no turn headings: one window each, as memory.index.chunk_spans cuts it.
+        con.executemany(
+            "INSERT INTO chunks(id, session_id, handoff_id, start, stop) VALUES(?, ?, ?, 0, ?)",
+            ((r, sid, sid, len(body)) for r, sid, body in rows),
+        )
+        con.executemany("INSERT INTO chunk_fts(rowid, body) VALUES(?, ?)", ((r, body) for r, _, body in rows))
         con.executemany(
             "INSERT INTO meta(key, value) VALUES(?, ?)",
             [
                 ("indexed_n", str(len(corpus.handoffs))),
                 ("max_duration_min", repr(max(h.duration_min for h in corpus.handoffs))),
-                *((f"content_rowid:{sid}", str(rowid)) for rowid, sid, _ in rows),
             ],
         )
     con.execute("INSERT INTO content(content) VALUES('optimize')")
+    con.execute("INSERT INTO chunk_fts(chunk_fts) VALUES('optimize')")
     con.commit()
     con.close()

@@ -1,6 +1,7 @@
 """Retrieval quality on LoCoMo: session recall@1/5/10, ours vs SQLite FTS5 bm25() over raw session text.
 
-    .venv/bin/python -m bench.locomo [--data PATH] [--content-weight W]
+    .venv/bin/python -m bench.locomo [--data PATH] [--content-weight W] [--session-share S] [--top-chunks M]
+    .venv/bin/python -m bench.locomo --loo     # leave-one-conversation-out over a grid of W, S, M
 
 Each LoCoMo session becomes a Claude Code transcript (speaker A as the user, speaker B as the
 assistant; one minute per turn from the session's `session_N_date_time`) and goes through the public
@@ -8,12 +9,17 @@ ingest path (`macupos memory ingest --no-llm`, in a child process with a private
 question of categories 1–4 is asked of `retrieve()` with as-of = the conversation's last session.
 Recall@k: a question counts as recalled at k when one of its evidence sessions is in the top k (the
 usual session-level measure; with it the FTS5 baseline gives the ≈ 0.57 / 0.87 / 0.94 quoted for it).
+
+`--loo`: for each conversation, the grid point with the best R@1 + R@5 on the *other* conversations is
+scored on it; the held-out figures, pooled, estimate what the chosen defaults do on unseen conversations.
+(The window size, memory.index.TURNS_PER_CHUNK, is fixed at ingest and not part of this grid.)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import re
@@ -28,6 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 KS = (1, 5, 10)
+GRID = {"content_weight": (10.0, 20.0, 50.0, 1e6), "session_share": (0.0, 0.25, 0.5, 0.75), "top_chunks": (1, 2, 3)}
 
 
 def session_date(text: str) -> datetime:
@@ -108,23 +115,41 @@ def bm25_baseline(sample: dict[str, Any]) -> list[list[float]]:
     return rows
 
 
-async def ours(sample: dict[str, Any], home: Path, content_weight: float | None) -> list[list[float]]:
-    from memory.retrieval import retrieve
-
+async def ours(sample: dict[str, Any], home: Path, settings: list[dict[str, Any]]) -> list[list[list[float]]]:
+    """Recall rows of every question, for each of ``settings`` (keyword arguments of retrieve())."""
     from memory.db import Database
+    from memory.retrieval import retrieve
 
     as_of = sessions_of(sample["conversation"])[-1][1] + timedelta(hours=1)
     db = await Database.open(home / "memory.db")
-    rows = []
+    out: list[list[list[float]]] = [[] for _ in settings]
     try:
         for q, ev in questions(sample):
-            kwargs: dict[str, Any] = {"content_weight": content_weight} if content_weight is not None else {}
-            res = await retrieve(db.conn, q, max_k=10, as_of=as_of, **kwargs)
-            ranked = [int(r.session_id.rsplit("-s", 1)[1]) for r in res]
-            rows.append(recall(ranked, ev))
+            for rows, kwargs in zip(out, settings, strict=True):
+                res = await retrieve(db.conn, q, max_k=max(KS), as_of=as_of, **kwargs)
+                rows.append(recall([int(r.session_id.rsplit("-s", 1)[1]) for r in res], ev))
     finally:
         await db.close()
-    return rows
+    return out
+
+
+def fmt(rows: list[list[float]]) -> str:
+    return " / ".join(f"{x:.3f}" for x in mean(rows))
+
+
+def leave_one_out(names: list[str], grid: list[dict[str, Any]], rows: dict[str, list[list[list[float]]]]) -> None:
+    held: list[list[float]] = []
+    for name in names:
+
+        def fit(g: int, held_out: str = name) -> float:
+            pooled = [r for other in names if other != held_out for r in rows[other][g]]
+            m = mean(pooled)
+            return m[0] + m[1]
+
+        best = max(range(len(grid)), key=fit)
+        held += rows[name][best]
+        print(f"{name:>10}  chosen on the others: {grid[best]}  held-out R@1/5/10 = {fmt(rows[name][best])}")
+    print(f"{'LOO':>10}  n={len(held):3d}  held-out R@1/5/10 = {fmt(held)}")
 
 
 def mean(rows: list[list[float]]) -> list[float]:
@@ -135,10 +160,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--content-weight", type=float, default=None, help="override retrieve()'s default")
+    ap.add_argument("--session-share", type=float, default=None, help="override retrieve()'s default")
+    ap.add_argument("--top-chunks", type=int, default=None, help="override retrieve()'s default")
+    ap.add_argument("--loo", action="store_true", help="leave-one-conversation-out over the parameter grid")
     args = ap.parse_args()
+    overrides = {
+        k: v
+        for k, v in (
+            ("content_weight", args.content_weight),
+            ("session_share", args.session_share),
+            ("top_chunks", args.top_chunks),
+        )
+        if v is not None
+    }
+    grid = [dict(zip(GRID, values, strict=True)) for values in itertools.product(*GRID.values())]
+    settings = [overrides, *grid] if args.loo else [overrides]
     samples = json.loads(args.data.read_text())
     all_ours: list[list[float]] = []
     all_base: list[list[float]] = []
+    per_setting: dict[str, list[list[list[float]]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for sample in samples:
             folder = Path(tmp) / "transcripts" / sample["sample_id"]
@@ -152,26 +192,17 @@ def main() -> None:
                 check=True,
                 stdout=subprocess.DEVNULL,
             )
-            o = asyncio.run(ours(sample, home, args.content_weight))
-            b = bm25_baseline(sample)
+            runs = asyncio.run(ours(sample, home, settings))
+            per_setting[sample["sample_id"]] = runs[1:]
+            o, b = runs[0], bm25_baseline(sample)
             all_ours += o
             all_base += b
-            print(
-                f"{sample['sample_id']:>10}  n={len(o):3d}  ours R@1/5/10 = "
-                + " / ".join(f"{x:.3f}" for x in mean(o))
-                + "   bm25 = "
-                + " / ".join(f"{x:.3f}" for x in mean(b))
-            )
-    print(
-        f"{'all':>10}  n={len(all_ours):3d}  ours R@1/5/10 = "
-        + " / ".join(f"{x:.3f}" for x in mean(all_ours))
-        + "   bm25 = "
-        + " / ".join(f"{x:.3f}" for x in mean(all_base))
-    )
-    print(
-        f"measured {datetime.now(UTC):%Y-%m-%d} with: python -m bench.locomo"
-        + (f" --content-weight {args.content_weight}" if args.content_weight is not None else "")
-    )
+            print(f"{sample['sample_id']:>10}  n={len(o):3d}  ours R@1/5/10 = {fmt(o)}   bm25 = {fmt(b)}")
+    print(f"{'all':>10}  n={len(all_ours):3d}  ours R@1/5/10 = {fmt(all_ours)}   bm25 = {fmt(all_base)}")
+    if args.loo:
+        leave_one_out([s["sample_id"] for s in samples], grid, per_setting)
+    flags = "".join(f" --{k.replace('_', '-')} {v}" for k, v in overrides.items()) + (" --loo" if args.loo else "")
+    print(f"measured {datetime.now(UTC):%Y-%m-%d} with: python -m bench.locomo{flags}")
 
 
 if __name__ == "__main__":

@@ -13,11 +13,12 @@ from typing import Any
 from memory import index, store
 from memory.db import SCHEMA_VERSION, Database
 from memory.errors import HandoffFormatError, SessionNotFoundError, SourceUnreadableError
+from memory.grounding import grounding_text
 from memory.handoff_format import from_markdown, to_markdown
 from memory.ingest import IngestReport, ProgressFn, extract_pending, ingest
 from memory.mirror import handoff_relpath, iter_handoff_files, remove_quietly, write_atomic
 from memory.redact import Redactor
-from memory.retrieval import ContentHit, ScoredHandoff, grounding_text, retrieve, search_content
+from memory.retrieval import ContentHit, ScoredHandoff, retrieve, search_content
 from memory.settings import MemorySettings
 
 __all__ = ["Eywa", "Grounding", "ImportReport", "SessionView"]

@@ -173,7 +173,7 @@ async def get_cmd(
     queries: Any,
 ) -> None:
     """Print the grounding for QUERY: the best past handoffs, without frontmatter, joined by ---."""
-    from memory.retrieval import explain_text
+    from memory.grounding import explain_text
 
     if queries is not None:
         for n, line in enumerate(queries, 1):

@@ -7,13 +7,19 @@ Layout inside schema 1 (``postings`` is ``(field, term, ts, session_id)``, newes
 - field 0: project terms, field 1: keyword terms (see :mod:`memory.tokenize`), with ``term_df``.
 - field 2, term ``''``: one row per indexed handoff. It is the document list N counts, the newest-first
   list the no-match fallback reads, and where a handoff's indexed ``ts`` is found again.
-- ``meta``: ``indexed_n`` (N for IDF), ``max_duration_min`` (an upper bound that only grows:
-  retrieval's pruning needs a bound, not the exact maximum), and ``content_rowid:<session>``, the FTS
-  row of a session's content (FTS5 cannot look rows up by an UNINDEXED column without a scan).
+- ``meta``: ``indexed_n`` (N for IDF) and ``max_duration_min`` (an upper bound that only grows:
+  retrieval's pruning needs a bound, not the exact maximum).
+
+Content (schema 4): a session's whole text is one ``content`` row (detail recall, snippets, the vocabulary
+the extractor's IDF reads), found again through ``content_rows``; the same text cut into windows of
+``TURNS_PER_CHUNK`` turns is indexed in the contentless ``chunk_fts``, one ``chunks`` row per window
+holding its span of the body, so deleting a window can hand FTS5 back exactly the text it indexed.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from collections.abc import Sequence
 
 import aiosqlite
@@ -25,6 +31,9 @@ __all__ = [
     "FIELD_KEYWORD",
     "FIELD_PROJECT",
     "INDEXED_KINDS",
+    "TURNS_PER_CHUNK",
+    "chunk_spans",
+    "date_words",
     "handoff_terms",
     "index_content",
     "index_handoff",
@@ -36,6 +45,8 @@ FIELD_PROJECT = 0
 FIELD_KEYWORD = 1
 FIELD_DOC = 2
 INDEXED_KINDS = frozenset({"main", "codex"})
+# Four turns, two exchanges: a detail and the exchange around it (docs/retrieval.md, chosen leave-one-out).
+TURNS_PER_CHUNK = 4
 
 _Row = tuple[int, str, float]
 
@@ -122,12 +133,36 @@ async def _replace(conn: aiosqlite.Connection, session_id: str, new: set[_Row]) 
         await conn.execute("UPDATE handoffs SET indexed = ? WHERE session_id = ?", (int(now), session_id))
 
 
-def _locator(session_id: str) -> str:
-    return f"content_rowid:{session_id}"
+_TURN = re.compile(r"^## ", re.MULTILINE)  # memory/render.py starts every turn with a level-2 heading
+_STARTED = re.compile(r"^- started: (\d{4})-(\d{2})-(\d{2})\b", re.MULTILINE)
+_MONTHS = "January February March April May June July August September October November December".split()
+_WEEKDAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
+
+
+def chunk_spans(body: str, turns: int = TURNS_PER_CHUNK) -> list[tuple[int, int]]:
+    """``[start, stop)`` spans of ``body``, ``turns`` rendered turns each; what precedes the first turn
+    (title, metadata) joins the first span. A body without turn headings is one span."""
+    starts = [m.start() for m in _TURN.finditer(body)]
+    cuts = [0, *starts[max(1, turns) :: max(1, turns)]] if starts else [0]
+    return list(zip(cuts, [*cuts[1:], len(body)], strict=True))
+
+
+def date_words(body: str) -> str:
+    """The session's start date in words (``Monday 8 May 2023``) from the rendered header, or ""."""
+    head = body[: m.start()] if (m := _TURN.search(body)) else body
+    found = _STARTED.search(head)
+    if found is None:
+        return ""
+    y, mo, d = (int(g) for g in found.groups())
+    try:
+        day = dt.date(y, mo, d)
+    except ValueError:
+        return ""
+    return f"{_WEEKDAYS[day.weekday()]} {d} {_MONTHS[mo - 1]} {y}"
 
 
 async def index_content(conn: aiosqlite.Connection, *, session_id: str, kind: str, parent_id: str, body: str) -> None:
-    """Put a session's text in the full-text index, replacing its previous text."""
+    """Put a session's text in the full-text indexes (whole and by windows), replacing its previous text."""
     await unindex_content(conn, session_id)
     cur = await conn.execute(
         "INSERT INTO content(session_id, kind, parent_id, body) VALUES(?, ?, ?, ?)",
@@ -135,18 +170,46 @@ async def index_content(conn: aiosqlite.Connection, *, session_id: str, kind: st
     )
     rowid = cur.lastrowid
     await cur.close()
-    await conn.execute(
-        "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        (_locator(session_id), str(rowid)),
+    await conn.execute("INSERT OR REPLACE INTO content_rows(session_id, row) VALUES(?, ?)", (session_id, rowid))
+    credited = parent_id if kind == "subagent" and parent_id else session_id
+    async with conn.execute("SELECT COALESCE(MAX(id), 0) FROM chunks") as c:
+        found = await c.fetchone()
+    base = int(found[0]) if found else 0
+    # The date goes with the first window: a session is also recalled by when it happened ("in May").
+    date = date_words(body)
+    rows = [
+        (base + i + 1, start, stop, f"{date}\n" if i == 0 and date else "")
+        for i, (start, stop) in enumerate(chunk_spans(body))
+    ]
+    await conn.executemany(
+        "INSERT INTO chunks(id, session_id, handoff_id, start, stop, prefix) VALUES(?, ?, ?, ?, ?, ?)",
+        [(i, session_id, credited, start, stop, prefix) for i, start, stop, prefix in rows],
+    )
+    await conn.executemany(
+        "INSERT INTO chunk_fts(rowid, body) VALUES(?, ?)",
+        [(i, prefix + body[start:stop]) for i, start, stop, prefix in rows],
     )
 
 
 async def unindex_content(conn: aiosqlite.Connection, session_id: str) -> None:
-    """Remove a session's text from the full-text index (no-op when absent)."""
-    async with conn.execute("SELECT value FROM meta WHERE key = ?", (_locator(session_id),)) as cur:
+    """Remove a session's text from the full-text indexes (no-op when absent)."""
+    async with conn.execute(
+        "SELECT r.row, c.body FROM content_rows AS r LEFT JOIN content AS c ON c.rowid = r.row "
+        "AND c.session_id = r.session_id WHERE r.session_id = ?",
+        (session_id,),
+    ) as cur:
         found = await cur.fetchone()
-    if found is None:
-        return
-    # The session_id check guards against a locator left stale by a hand-edited database.
-    await conn.execute("DELETE FROM content WHERE rowid = ? AND session_id = ?", (int(found[0]), session_id))
-    await conn.execute("DELETE FROM meta WHERE key = ?", (_locator(session_id),))
+    body = None if found is None or found[1] is None else str(found[1])
+    async with conn.execute("SELECT id, start, stop, prefix FROM chunks WHERE session_id = ?", (session_id,)) as cur:
+        chunks = await cur.fetchall()
+    if body is not None and chunks:
+        # A contentless FTS5 table forgets a row only when given back the very text it indexed.
+        await conn.executemany(
+            "INSERT INTO chunk_fts(chunk_fts, rowid, body) VALUES('delete', ?, ?)",
+            [(int(i), str(p) + body[int(a) : int(b)]) for i, a, b, p in chunks],
+        )
+    if chunks:
+        await conn.execute("DELETE FROM chunks WHERE session_id = ?", (session_id,))
+    if found is not None:
+        await conn.execute("DELETE FROM content WHERE rowid = ? AND session_id = ?", (int(found[0]), session_id))
+        await conn.execute("DELETE FROM content_rows WHERE session_id = ?", (session_id,))

@@ -150,4 +150,30 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX ledger_run ON ledger(run_id);
     CREATE INDEX ledger_thread ON ledger(thread_id);
     """,
+    # 4: content chunks for scoring (turn windows), and content_rows instead of meta 'content_rowid:' keys
+    """
+    -- The `content` row of each session (FTS5 cannot look a row up by an UNINDEXED column without a scan).
+    CREATE TABLE content_rows(session_id TEXT PRIMARY KEY, row INTEGER NOT NULL) WITHOUT ROWID;
+    INSERT INTO content_rows(session_id, row)
+        SELECT substr(key, 15), CAST(value AS INTEGER) FROM meta WHERE key LIKE 'content_rowid:%';
+    DELETE FROM meta WHERE key LIKE 'content_rowid:%';
+
+    -- A session's text cut into windows of turns, scored per window (memory/index.py). The window text is
+    -- prefix + the session's `content` body[start:stop], so chunk_fts stores no text of its own.
+    CREATE TABLE chunks(
+        id INTEGER PRIMARY KEY,             -- rowid in chunk_fts
+        session_id TEXT NOT NULL,           -- the session whose text it is (subagents included)
+        handoff_id TEXT NOT NULL,           -- the handoff credited: a subagent's parent, else the session
+        start INTEGER NOT NULL,
+        stop INTEGER NOT NULL,
+        prefix TEXT NOT NULL DEFAULT ''     -- words indexed before the span (the session's date, in words)
+    );
+    CREATE INDEX chunks_session ON chunks(session_id);
+    CREATE VIRTUAL TABLE chunk_fts USING fts5(body, content = '', tokenize = 'porter unicode61');
+    -- Sessions indexed before chunks existed are one chunk each until re-ingested (`ingest --force`).
+    INSERT INTO chunks(id, session_id, handoff_id, start, stop)
+        SELECT rowid, session_id, CASE WHEN kind = 'subagent' AND parent_id <> '' THEN parent_id
+        ELSE session_id END, 0, 9223372036854775807 FROM content;
+    INSERT INTO chunk_fts(rowid, body) SELECT rowid, body FROM content;
+    """,
 )

@@ -106,4 +106,66 @@ async def test_content_is_replaced_and_removed_by_session(db: Database) -> None:
         await index.unindex_content(conn, "a")
         await index.unindex_content(conn, "missing")
     assert await rows(db.conn, "SELECT session_id FROM content") == [("a/agent-1",)]
-    assert await rows(db.conn, "SELECT count(*) FROM meta WHERE key LIKE 'content_rowid:%'") == [(1,)]
+    assert await rows(db.conn, "SELECT session_id FROM content_rows") == [("a/agent-1",)]
+    assert await rows(db.conn, "SELECT session_id, handoff_id FROM chunks") == [("a/agent-1", "a")]
+    assert await rows(db.conn, "SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH 'fts OR wal OR first'") == []
+
+
+MARKDOWN = "# Title\n\n- session: `s`\n- started: 2023-05-08 13:56:00 +00:00\n\n" + "".join(
+    f"## {'User' if i % 2 == 0 else 'Assistant'} · 14:0{i}:00\n\nturn{i} words\n\n" for i in range(9)
+)
+
+
+def test_windows_hold_four_turns_and_the_header_joins_the_first() -> None:
+    spans = index.chunk_spans(MARKDOWN)
+    texts = [MARKDOWN[a:b] for a, b in spans]
+    assert len(texts) == 3 and "".join(texts) == MARKDOWN
+    assert texts[0].startswith("# Title") and "turn3" in texts[0] and "turn4" not in texts[0]
+    assert texts[2].startswith("## User · 14:08:00")
+    assert index.chunk_spans("no headings at all") == [(0, 18)]
+    assert index.chunk_spans("") == [(0, 0)]
+
+
+def test_date_words_come_from_the_rendered_header() -> None:
+    assert index.date_words(MARKDOWN) == "Monday 8 May 2023"
+    assert index.date_words("## User · 10:00\n\n- started: 2023-05-08") == ""  # only before the first turn
+    assert index.date_words("- started: 2023-02-30 10:00") == ""
+
+
+async def test_windows_are_searchable_and_removed_exactly(db: Database) -> None:
+    async with db.write() as conn:
+        await index.index_content(conn, session_id="s", kind="main", parent_id="", body=MARKDOWN)
+        await index.index_content(conn, session_id="t", kind="main", parent_id="", body="turn4 elsewhere")
+    found = await rows(db.conn, "SELECT c.session_id, c.id FROM chunk_fts JOIN chunks AS c ON c.id = chunk_fts.rowid"
+                                " WHERE chunk_fts MATCH 'turn4' ORDER BY 2")  # fmt: skip
+    assert [sid for sid, _ in found] == ["s", "t"]
+    assert await rows(db.conn, "SELECT count(*) FROM chunk_fts WHERE chunk_fts MATCH 'may AND monday'") == [(1,)]
+    async with db.write() as conn:
+        await index.index_content(conn, session_id="s", kind="main", parent_id="", body="replaced")
+        await index.unindex_content(conn, "t")
+    assert await rows(db.conn, "SELECT count(*) FROM chunk_fts WHERE chunk_fts MATCH 'turn4 OR may'") == [(0,)]
+    assert await rows(db.conn, "SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH 'replaced'") == await rows(
+        db.conn, "SELECT id FROM chunks"
+    )
+    await db.conn.execute("INSERT INTO chunk_fts(chunk_fts, rank) VALUES('integrity-check', 0)")
+
+
+async def test_schema_4_moves_content_locators_out_of_meta(tmp_path: Path) -> None:
+    from memory.migrations import MIGRATIONS
+
+    old = await Database.open(tmp_path / "m.db", migrations=MIGRATIONS[:3])
+    async with old.write() as conn:
+        await conn.execute("INSERT INTO content(session_id, kind, parent_id, body) VALUES('a', 'main', '', 'old wal')")
+        await conn.execute("INSERT INTO meta(key, value) VALUES('content_rowid:a', '1')")
+    await old.close()
+    db = await Database.open(tmp_path / "m.db")
+    try:
+        assert await rows(db.conn, "SELECT key FROM meta WHERE key LIKE 'content_rowid:%'") == []
+        assert await rows(db.conn, "SELECT session_id, row FROM content_rows") == [("a", 1)]
+        assert await rows(db.conn, "SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH 'wal'") == [(1,)]
+        async with db.write() as conn:
+            await index.index_content(conn, session_id="a", kind="main", parent_id="", body="new text")
+        assert await rows(db.conn, "SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH 'wal'") == []
+        assert await rows(db.conn, "SELECT count(*) FROM content") == [(1,)]
+    finally:
+        await db.close()

@@ -16,12 +16,13 @@ from hypothesis import strategies as st
 
 from memory import index
 from memory.db import Database
+from memory.grounding import explain_text, grounding_text
 from memory.retrieval import (
+    CONTENT_DF_CAP,
+    DEFAULT_CONTENT_WEIGHT,
+    DEFAULT_SESSION_SHARE,
     ScoredHandoff,
-    content_df_limit,
     duration_boost,
-    explain_text,
-    grounding_text,
     recency_factor,
     retrieve,
     search_content,
@@ -149,12 +150,12 @@ async def test_days_back_drops_older_handoffs(db: Database) -> None:
     assert ids(await retrieve(db.conn, "sqlite wal", as_of=NOW, days_back=7)) == ["recent"]
 
 
-async def test_at_most_five_results_whatever_max_k(db: Database) -> None:
+async def test_max_k_is_served_whatever_its_size(db: Database) -> None:
     for i in range(8):
         await add(db, f"h{i}", age_days=1 + i, keywords=["sqlite"])
     await add(db, "x", keywords=["misc"])
-    got = await retrieve(db.conn, "sqlite", as_of=NOW, max_k=50)
-    assert ids(got) == [f"h{i}" for i in range(5)]
+    assert ids(await retrieve(db.conn, "sqlite", as_of=NOW)) == [f"h{i}" for i in range(5)]  # default 5
+    assert ids(await retrieve(db.conn, "sqlite", as_of=NOW, max_k=50)) == [f"h{i}" for i in range(8)]
     assert ids(await retrieve(db.conn, "sqlite", as_of=NOW, max_k=2)) == ["h0", "h1"]
     assert await retrieve(db.conn, "sqlite", as_of=NOW, max_k=0) == []
 
@@ -205,18 +206,49 @@ async def test_content_term_finds_details_that_never_became_keywords(db: Databas
     await add(db, "parent", age_days=4, keywords=["relay"], body="delegated work")
     await add(db, "parent/agent-1", age_days=4, kind="subagent", parent_id="parent", body="the quuxifier broke")
     [a] = await retrieve(db.conn, "frobnicator", as_of=NOW)
-    assert a.session_id == "a" and a.explanation.content == pytest.approx(3.0) and not a.explanation.matched
+    assert a.session_id == "a" and not a.explanation.matched
+    assert a.explanation.content == pytest.approx(DEFAULT_CONTENT_WEIGHT) and a.score == a.explanation.content
     [p] = await retrieve(db.conn, "quuxifier", as_of=NOW, content_weight=2.0)
-    assert p.session_id == "parent" and p.score == pytest.approx(2.0 * recency_factor(4, 14))
+    assert p.session_id == "parent" and p.score == pytest.approx(2.0)
     assert ids(await retrieve(db.conn, "frobnicator", as_of=NOW, content_weight=0)) == ["b", "c", "a", "parent"][:4]
 
 
-async def test_content_words_in_too_many_sessions_are_ignored(db: Database) -> None:
-    n = content_df_limit(0) + 2
-    for i in range(n):
-        await add(db, f"h{i}", age_days=1 + i / 10, keywords=[f"k{i}"], body="common words everywhere")
-    [top, *_] = await retrieve(db.conn, "everywhere", as_of=NOW)
+async def test_content_is_added_after_recency_so_old_details_are_not_decayed(db: Database) -> None:
+    await add(db, "old", age_days=200, keywords=["misc"], body="we met at the frobnicator festival")
+    await add(db, "new", age_days=1, keywords=["frobnicator"], body="nothing of note")
+    await add(db, "x", age_days=2, keywords=["other"], body="other things")
+    old, new = await retrieve(db.conn, "frobnicator", as_of=NOW, content_weight=10.0)
+    assert old.session_id == "old" and old.score == pytest.approx(10.0)  # 0.5^((200-14)/7) would crush it
+    assert new.score == pytest.approx(2 * math.log(3) * recency_factor(1, 14))
+
+
+async def test_content_weighs_whole_session_and_best_window(db: Database) -> None:
+    turns = "".join(f"## User · 10:0{i}:00\n\nturn {i} {'zebra' if i == 5 else 'filler'}\n\n" for i in range(8))
+    await add(db, "long", age_days=30, keywords=["a"], body="# t\n\n- started: 2026-01-30 10:00:00\n\n" + turns)
+    await add(db, "short", age_days=30, keywords=["b"], body="zebra zebra here")
+    got = await retrieve(db.conn, "zebra", as_of=NOW, content_weight=10.0, session_share=0.5)
+    by = {r.session_id: r for r in got}
+    for r in got:
+        c = r.explanation.content_term
+        assert c is not None and c.words == ("zebra",)
+        want = 10.0 * (0.5 * c.session_bm25 / c.best_session_bm25 + 0.5 * c.chunk_bm25 / c.best_chunk_bm25)
+        assert r.explanation.content == pytest.approx(want)
+    assert by["short"].score == pytest.approx(10.0)  # best in both
+    text = explain_text(got)
+    assert "content +10.0000 = 10 × (0.5 × session bm25" in text and "words: zebra" in text
+    assert [r.session_id for r in await retrieve(db.conn, "friday january", as_of=NOW)] == ["long"]  # date words
+
+
+async def test_content_words_in_too_many_windows_are_ignored(db: Database) -> None:
+    async with db.write() as conn:
+        for i in range(CONTENT_DF_CAP + 1):
+            await index.index_content(conn, session_id=f"h{i}", kind="main", parent_id="", body="common words")
+    await add(db, "a", age_days=1, keywords=["k"], body="common")
+    await add(db, "b", age_days=2, keywords=["j"], body="rare")
+    [top, *_] = await retrieve(db.conn, "common", as_of=NOW)
     assert top.explanation.fallback
+    [hit] = await retrieve(db.conn, "rare", as_of=NOW)
+    assert hit.session_id == "b"
 
 
 # --- pruning equals brute force -----------------------------------------------------------------------
@@ -276,19 +308,33 @@ async def brute_force(
     horizon = now - days_back * DAY if days_back is not None else -math.inf
     content: dict[str, float] = {}
     words = [t for t in dict.fromkeys(tokenize(query)) if "-" not in t]
-    n_all = sum(d.kind in ("main", "codex") and d.substance >= 1 for d in docs)
-    sums: dict[str, float] = {}
+    windows: dict[tuple[str, int], float] = {}
+    whole: dict[str, float] = {}
     for w in words if content_weight > 0 else []:
-        rows = await conn.execute_fetchall("SELECT count(*) FROM content WHERE content MATCH ?", (f'"{w}"',))
-        if next(iter(rows))[0] <= content_df_limit(n_all):
-            for sid, b in await conn.execute_fetchall(
-                "SELECT session_id, bm25(content) FROM content WHERE content MATCH ?", (f'"{w}"',)
-            ):
-                sums[sid] = sums.get(sid, 0.0) + b
-    best = {sid: b for sid, b in sums.items() if sid in ts and ts[sid] >= horizon}
-    if best:
-        top = min(best.values())
-        content = {sid: content_weight * (b / top) for sid, b in best.items()}
+        rows = await conn.execute_fetchall("SELECT count(*) FROM chunk_fts WHERE chunk_fts MATCH ?", (f'"{w}"',))
+        if next(iter(rows))[0] > CONTENT_DF_CAP:
+            continue
+        for sid, cid, b in await conn.execute_fetchall(
+            "SELECT c.handoff_id, c.id, bm25(chunk_fts) FROM chunk_fts JOIN chunks AS c ON c.id = chunk_fts.rowid"
+            " WHERE chunk_fts MATCH ?",
+            (f'"{w}"',),
+        ):
+            windows[(sid, cid)] = windows.get((sid, cid), 0.0) - b
+        for sid, b in await conn.execute_fetchall(
+            "SELECT session_id, bm25(content) FROM content WHERE content MATCH ?", (f'"{w}"',)
+        ):
+            whole[sid] = whole.get(sid, 0.0) - b  # subagents here have no parent: never credited
+    ok = {sid for sid in ts if ts[sid] >= horizon}
+    best_window: dict[str, float] = {}
+    for (sid, _), b in windows.items():
+        if sid in ok:
+            best_window[sid] = max(best_window.get(sid, 0.0), b)
+    whole = {sid: b for sid, b in whole.items() if sid in ok}
+    top_w, top_s = max(best_window.values(), default=0.0), max(whole.values(), default=0.0)
+    for sid in set(best_window) | set(whole):
+        c = best_window.get(sid, 0.0) / top_w if top_w > 0 else 0.0
+        sc = whole.get(sid, 0.0) / top_s if top_s > 0 else 0.0
+        content[sid] = content_weight * (DEFAULT_SESSION_SHARE * sc + (1 - DEFAULT_SESSION_SHARE) * c)
     scored = []
     for d in visible:
         if ts[d.sid] < horizon:
@@ -297,10 +343,9 @@ async def brute_force(
         for ft, weight in weights.items():
             if ft in terms[d.sid]:
                 base += weight
-        base += content.get(d.sid, 0.0)
-        if base > 0:
-            age = (now - ts[d.sid]) / DAY
-            s = base * recency_factor(age, 14.0) * duration_boost(d.duration)
+        age = (now - ts[d.sid]) / DAY
+        s = base * recency_factor(age, 14.0) * duration_boost(d.duration) + content.get(d.sid, 0.0)
+        if s > 0:
             scored.append((-s, -ts[d.sid], d.sid))
     return [(sid, -neg) for neg, _, sid in sorted(scored)[:k]]
 
