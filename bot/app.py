@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import signal
 from typing import Any
 
@@ -20,7 +21,7 @@ from telegram.ext import Application, ApplicationBuilder, ApplicationHandlerStop
 from telegram.request import HTTPXRequest
 
 from bot.approvals import APPROVE_ACTION, Approvals
-from bot.auth import quote_forwarded
+from bot.auth import is_allowed, quote_forwarded
 from bot.commands import Commands, bot_commands
 from bot.intake import ALLOWED_UPDATES, Intake
 from bot.progress import Sender, escape
@@ -163,12 +164,15 @@ class BotApp:
             await app.start()
             assert app.updater is not None
             host, port = self.webhook_listen
+            # Telegram echoes the secret in a header on every call; PTB refuses requests without it,
+            # so nobody who merely knows the URL can post updates that claim to come from the owner.
             await app.updater.start_webhook(
                 listen=host,
                 port=port,
                 url_path=self.settings.webhook_url.rstrip("/").rsplit("/", 1)[-1],
                 webhook_url=self.settings.webhook_url,
                 allowed_updates=list(ALLOWED_UPDATES),
+                secret_token=secrets.token_urlsafe(32),
             )
             return
         with contextlib.suppress(TelegramError):
@@ -214,7 +218,7 @@ class BotApp:
         s = self.services
         assert s is not None and self.intake is not None
         for run in await s.state.interrupted_runs():
-            waiting = await s.state.queued(run.chat_id)
+            waiting = await s.state.held(run.chat_id)
             owner = run.chat_id if run.chat_id in s.settings.allowed_users else min(s.settings.allowed_users)
             ttl = s.tuning.resume_ttl_s
             group = f"restart-{run.id}"
@@ -236,10 +240,17 @@ class BotApp:
                 logger.warning("could not report the interrupted run %s: %s", run.id, exc)
         for stored in await s.state.pending_updates():
             await self._recover_update(stored)
+        # Old update ids must not swallow new ones (Telegram restarts ids after a quiet week), and spent
+        # buttons need not linger.
+        await s.state.prune_updates()
+        await s.state.prune_callbacks()
 
     async def _recover_update(self, stored: StoredUpdate) -> None:
         s = self.services
         assert s is not None and self.intake is not None
+        if stored.user_id is not None and not is_allowed(s.settings, stored.user_id):
+            await s.state.mark_update(stored.update_id, "failed")  # removed from the allowlist meanwhile
+            return
         if stored.status == "received":
             update = Update.de_json(stored.payload, self.application.bot)
             self.intake.dispatch(update, stored.chat_id)

@@ -50,7 +50,7 @@ main.add_command(doctor_command, name="doctor")
 def bot_command() -> None:
     """Run the Telegram bot (long polling; a webhook when MACUPOS_WEBHOOK_URL is set) until stopped."""
     from bot.app import run_bot  # imported here: `macupos memory …` must not pay for telegram and the SDKs
-    from bot.settings import BotSettings, ConfigError, find_dotenv
+    from bot.settings import BOT_ONLY_SECRETS, BotSettings, ConfigError, find_dotenv
 
     env = dict(os.environ)
     try:
@@ -61,6 +61,10 @@ def bot_command() -> None:
         raise click.ClickException(f"{exc}\nRun `macupos doctor` for a full check.") from exc
     except ValueError as exc:
         raise click.ClickException(f"configuration: {exc}") from exc
+    # Both agent SDKs layer the parent's environment under the env we pass them: drop the bot's own
+    # secrets from this process so no Claude or Codex child (nor anything they run) can read them.
+    for name in BOT_ONLY_SECRETS:
+        os.environ.pop(name, None)
     asyncio.run(run_bot(settings, relay))
 
 

@@ -93,4 +93,23 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX handoff_reviews_message ON handoff_reviews(chat_id, message_id);
     """,
+    # 2: a queue status "held" for instructions that waited when the process died (run only on Resume).
+    # SQLite cannot alter a CHECK constraint, so the table is rebuilt with its rows.
+    """
+    CREATE TABLE queue_new(
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        chat_id INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        source TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'queued'
+            CHECK(status IN ('queued', 'running', 'done', 'failed', 'cancelled', 'interrupted', 'held')),
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    INSERT INTO queue_new(id, chat_id, text, source, status, created_at, updated_at)
+        SELECT id, chat_id, text, source, status, created_at, updated_at FROM queue;
+    DROP TABLE queue;
+    ALTER TABLE queue_new RENAME TO queue;
+    CREATE INDEX queue_chat ON queue(chat_id, status, id);
+    """,
 )

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message
 from telegram.constants import ParseMode
-from telegram.error import BadRequest, NetworkError, RetryAfter, TimedOut
+from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, TimedOut
 
 from bot.telegram_format import TELEGRAM_LIMIT, markdown_to_html, plain_text, split_message
 
@@ -296,10 +296,13 @@ class Progress:
         self.stage, self.footer = stage, footer
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, TelegramError):
                 await self._task
             self._task = None
-        await self._flush(final=True)
+        try:
+            await self._flush(final=True)
+        except (NetworkError, RetryAfter, TimedOut) as exc:  # the answer still goes out after this
+            logger.warning("final progress edit failed: %s", exc)
 
     async def _flush(self, *, final: bool = False) -> None:
         if self.message_id is None:
@@ -326,4 +329,7 @@ class Progress:
                 async with asyncio.timeout(self._heartbeat):
                     await self._dirty.wait()
             self._dirty.clear()
-            await self._flush()
+            try:
+                await self._flush()
+            except TelegramError as exc:  # progress is cosmetic: a failed edit must not fail the run
+                logger.warning("progress edit failed: %s", exc)

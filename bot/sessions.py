@@ -24,7 +24,7 @@ from bot.review import Reviews
 from bot.services import Services
 from bot.settings import Project
 from bot.state import ChatBusyError
-from relay.errors import RelayError, SessionError
+from relay.errors import RelayError, RelayTimeoutError, SessionError
 from relay.events import HandoffReady, PermissionRequest, RelayEvent, SessionResult, StageEnd, StageStart, ToolStart
 from relay.relay_tools import build_relay_server
 from relay.session import ClaudeSession
@@ -164,6 +164,12 @@ class SessionManager:
         except TelegramError as exc:
             logger.warning("telegram failed during a run in chat %s: %s", chat_id, exc)
             status = "failed"
+        except Exception:  # the chat's worker boundary: an unexpected error must not wedge the chat
+            logger.exception("run in chat %s failed unexpectedly", chat_id)
+            c.live = None
+            with contextlib.suppress(TelegramError):
+                await s.sender.send(chat_id, "❌ The run failed unexpectedly; details are in the bot's log.")
+            status = "failed"
         finally:
             c.progress = None
         if self.shutting_down:
@@ -183,6 +189,9 @@ class SessionManager:
             async for event in session.stream(task.text):
                 if isinstance(event, SessionResult):
                     result = event
+        except RelayTimeoutError:
+            c.live = None  # the relay closed the session when it timed out
+            raise
         except SessionError as exc:
             if resume and "No conversation found" in (exc.stderr_tail or "") + str(exc):
                 c.live = None
@@ -383,6 +392,7 @@ class SessionManager:
         if run is None or run.status != "interrupted":
             return "That run was already handled."
         await s.state.finish_run(run_id, "resumed")
+        await s.state.release_held(chat_id, "queued")
         if run.session_id:
             await s.state.set_session(chat_id, run.session_id)
         note = (
@@ -398,8 +408,7 @@ class SessionManager:
         if run is None or run.status != "interrupted":
             return "That run was already handled."
         await s.state.finish_run(run_id, "dismissed")
-        for q in await s.state.queued(chat_id):
-            await s.state.mark_queued(q.id, "cancelled")
+        await s.state.release_held(chat_id, "cancelled")
         return "Dismissed."
 
     async def shutdown(self, grace_s: float = 10.0) -> None:

@@ -19,6 +19,7 @@ from memory.settings import MemorySettings
 
 __all__ = [
     "BOT_ENV_VARS",
+    "BOT_ONLY_SECRETS",
     "DEFAULT_API_URL",
     "DEFAULT_RPA_TRIGGER",
     "WHISPER_BACKENDS",
@@ -54,7 +55,7 @@ BOT_ENV_VARS: tuple[str, ...] = (
     "MACUPOS_ENV_FILE",
 )
 
-_BOT_ONLY_SECRETS = frozenset({"TELEGRAM_BOT_TOKEN"})
+BOT_ONLY_SECRETS = frozenset({"TELEGRAM_BOT_TOKEN"})
 _PROJECT_NAME = re.compile(r"^[\w.-]+$")
 _DOTENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 
@@ -109,7 +110,7 @@ class BotSettings:
     def agent_env(self) -> Mapping[str, str]:
         """The environment for the relay and the CLIs it starts: ``env`` without the bot token, which an agent
         (one prompt injection away from running ``env``) has no business reading."""
-        return MappingProxyType({k: v for k, v in self.env.items() if k not in _BOT_ONLY_SECRETS})
+        return MappingProxyType({k: v for k, v in self.env.items() if k not in BOT_ONLY_SECRETS})
 
     @property
     def default_project(self) -> Project:

@@ -37,7 +37,8 @@ __all__ = [
 ]
 
 UpdateStatus = Literal["received", "handling", "done", "failed", "interrupted"]
-QueueStatus = Literal["queued", "running", "done", "failed", "cancelled", "interrupted"]
+# "held": waiting when the process died; it runs only if the owner presses Resume.
+QueueStatus = Literal["queued", "running", "done", "failed", "cancelled", "interrupted", "held"]
 RunStatus = Literal["running", "done", "failed", "stopped", "interrupted", "resumed", "dismissed"]
 ReviewState = Literal["pending", "kept", "forgotten", "corrected"]
 
@@ -343,7 +344,29 @@ class BotState:
             await conn.execute(
                 "UPDATE queue SET status = 'interrupted', updated_at = ? WHERE status = 'running'", (now,)
             )
+            for chat_id in {int(r[1]) for r in rows}:
+                await conn.execute(
+                    "UPDATE queue SET status = 'held', updated_at = ? WHERE chat_id = ? AND status = 'queued'",
+                    (now, chat_id),
+                )
         return sorted((_run(r) for r in rows), key=lambda r: r.id)
+
+    async def held(self, chat_id: int) -> list[QueuedInstruction]:
+        """Instructions that were waiting when a previous process died: they wait for Resume or Dismiss."""
+        rows = await self._all(
+            f"SELECT {_QUEUE_COLS} FROM queue WHERE chat_id = ? AND status = 'held' ORDER BY id", (chat_id,)
+        )
+        return [_queued(r) for r in rows]
+
+    async def release_held(self, chat_id: int, status: QueueStatus) -> int:
+        """Resume puts held instructions back in the queue ("queued"); Dismiss cancels them."""
+        _check(status, QueueStatus, "queue status")
+        async with self._db.write() as conn:
+            cur = await conn.execute(
+                "UPDATE queue SET status = ?, updated_at = ? WHERE chat_id = ? AND status = 'held'",
+                (status, self._clock(), chat_id),
+            )
+            return int(cur.rowcount)
 
     async def recent_runs(self, chat_id: int, limit: int = 10) -> list[Run]:
         rows = await self._all(

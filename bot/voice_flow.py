@@ -6,6 +6,8 @@ The transcript is echoed ("🎙 …") before any work starts; with ``voice_confi
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
 import logging
 import re
 import secrets
@@ -19,11 +21,13 @@ from bot.services import Services
 from bot.sessions import SessionManager
 from memory.errors import MemoryStoreError
 
-__all__ = ["MAX_VOICE_BYTES", "VOICE_ACTION", "VoiceFlow", "strip_trigger"]
+__all__ = ["MAX_VOICE_BYTES", "MAX_VOICE_SECONDS", "VOICE_ACTION", "VoiceFlow", "strip_trigger"]
 
 logger = logging.getLogger(__name__)
 
 MAX_VOICE_BYTES = 20 * 1024 * 1024  # Telegram's getFile limit for bots
+MAX_VOICE_SECONDS = 15 * 60  # longer notes are refused before download: an instruction is short
+TRANSCRIBE_TIMEOUT_S = 300.0
 VOICE_ACTION = "voice"
 _CONFIRM_TTL_S = 3600.0
 _WORDS = re.compile(r"[\w']+")
@@ -68,6 +72,16 @@ class VoiceFlow:
                 html_text=False,
             )
             return
+        raw = voice.duration  # PTB 22 gives int seconds, or a timedelta when PTB_TIMEDELTA is set
+        seconds = int(raw.total_seconds()) if isinstance(raw, dt.timedelta) else int(raw or 0)
+        if seconds > MAX_VOICE_SECONDS:
+            await s.sender.send(
+                chat_id,
+                f"🎙 That voice note is {seconds // 60} min long; I transcribe up to "
+                f"{MAX_VOICE_SECONDS // 60} min. Please split it, or type the instruction.",
+                html_text=False,
+            )
+            return
         try:
             file = await s.sender.bot.get_file(voice.file_id)
             data = bytes(await file.download_as_bytearray())
@@ -76,9 +90,14 @@ class VoiceFlow:
             return
         try:
             transcriber = await s.get_transcriber()
-            transcript = await transcriber.transcribe(data, hotwords=await self.hotwords())
+            # Bounded so a pathological note frees the chat; the worker thread finishes on its own.
+            async with asyncio.timeout(TRANSCRIBE_TIMEOUT_S):
+                transcript = await transcriber.transcribe(data, hotwords=await self.hotwords())
         except VoiceError as exc:
             await s.sender.send(chat_id, f"🎙 {exc}", html_text=False)
+            return
+        except TimeoutError:
+            await s.sender.send(chat_id, "🎙 Transcribing that note took too long; please type it.", html_text=False)
             return
         text = " ".join(transcript.text.split())
         if not text:

@@ -187,6 +187,7 @@ class Eywa:
             if h.source not in {"llm", "fallback", "correction"}:
                 h = replace(h, source="import")
             markdown = self.redactor(to_markdown(h))
+            h = from_markdown(markdown, path=path)  # the stored fields and the index see only redacted text
             write_atomic(self.settings.handoffs_dir / handoff_relpath(h.session_id, h.date), markdown)
             async with self.db.write() as conn:
                 ts = await store.put_handoff(conn, h, markdown=markdown, review="kept")

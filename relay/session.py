@@ -279,9 +279,12 @@ class ClaudeSession:
             return False
         self._interrupted = True
         try:
-            await self._client.interrupt()
-        except sdk.ClaudeSDKError as exc:
-            logger.debug("interrupt failed: %s", exc)
+            async with asyncio.timeout(_INTERRUPT_GRACE_S * 5):
+                await self._client.interrupt()
+        # The SDK raises a bare Exception when its control request times out; a failed interrupt must
+        # not take the caller (a /stop, a shutdown closing every session) down with it.
+        except Exception as exc:  # noqa: BLE001
+            logger.warning("interrupt failed: %s", exc)
             return False
         return True
 
@@ -339,8 +342,10 @@ class ClaudeSession:
         )
         client = ClaudeSDKClient(options)
         try:
-            await client.connect()
-        except sdk.ClaudeSDKError as exc:
+            async with asyncio.timeout(self.settings.idle_timeout_s):
+                await client.connect()
+        # The SDK raises a bare Exception when the CLI's initialize handshake times out.
+        except Exception as exc:
             _kill_all(None, self.tag)
             raise SessionError(f"Claude Code did not start: {exc}", stderr_tail=self._stderr_tail()) from exc
         transport = getattr(client, "_transport", None)  # the SDK exposes no PID; this is best effort

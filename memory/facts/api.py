@@ -29,6 +29,7 @@ from memory.facts.engine import FactsEngine, link_id
 from memory.facts.model import FactsError, Memory
 from memory.facts.snapshot import parse_snapshot, render_snapshot, same_content, write_atomic
 from memory.facts.tcl import Sandbox, SandboxCrash, ScriptLimits, ScriptResult
+from memory.redact import Redactor
 from memory.settings import MemorySettings
 
 __all__ = ["FactsApi", "LoadReport", "ScriptLimits", "ScriptResult"]
@@ -86,6 +87,7 @@ class FactsApi:
             settings.db_path,
             half_life_days=settings.facts_half_life_days,
             busy_timeout_ms=settings.busy_timeout_ms,
+            redact=Redactor(settings.own_secrets),
         )
 
     @classmethod
@@ -98,6 +100,7 @@ class FactsApi:
         busy_timeout_ms: int = 30_000,
         limits: ScriptLimits | None = None,
         snapshot_every: int = 50,
+        redact: Callable[[str], str] | None = None,
     ) -> FactsApi:
         """Open the facts under ``home / "facts"`` and the shared database; applies events not yet applied."""
         db = await Database.open(db_path, busy_timeout_ms=busy_timeout_ms)  # runs the schema migrations
@@ -105,7 +108,12 @@ class FactsApi:
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="facts")
         loop = asyncio.get_running_loop()
         make = partial(
-            FactsEngine, home / "facts", db_path, half_life_days=half_life_days, busy_timeout_ms=busy_timeout_ms
+            FactsEngine,
+            home / "facts",
+            db_path,
+            half_life_days=half_life_days,
+            busy_timeout_ms=busy_timeout_ms,
+            redact=redact,
         )
         try:
             engine = await loop.run_in_executor(executor, make)

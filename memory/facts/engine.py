@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -53,7 +53,15 @@ def _row(r: Sequence[Any]) -> Memory:
 
 
 class FactsEngine:
-    def __init__(self, facts_dir: Path, db_path: Path, *, half_life_days: float, busy_timeout_ms: int) -> None:
+    def __init__(
+        self,
+        facts_dir: Path,
+        db_path: Path,
+        *,
+        half_life_days: float,
+        busy_timeout_ms: int,
+        redact: Callable[[str], str] | None = None,
+    ) -> None:
         if half_life_days <= 0:
             raise ValueError("half_life_days must be positive")
         self.facts_dir = facts_dir
@@ -66,6 +74,7 @@ class FactsEngine:
         self.conn.execute("PRAGMA synchronous = NORMAL")
         self._pending: list[Event] | None = None
         self.events_since_snapshot = 0
+        self.redact: Callable[[str], str] = redact or (lambda text: text)
 
     def close(self) -> None:
         self.conn.close()
@@ -190,8 +199,11 @@ class FactsEngine:
         spec.normalize(dict(fields))  # fail before emitting
         if mid == subject:
             raise FactsError("a memory cannot be its own subject")
-        args: dict[str, Any] = {"id": mid, "subject": subject, "type": spec.name, "fields": dict(fields)}
-        args |= {"now_ms": now_ms, "provenance": provenance}
+        # Redacted before the event is written: the log, the table, the snapshot and a git remote all
+        # see only the redacted text.
+        clean = {k: self.redact(str(v)) for k, v in fields.items()}
+        args: dict[str, Any] = {"id": mid, "subject": subject, "type": spec.name, "fields": clean}
+        args |= {"now_ms": now_ms, "provenance": self.redact(provenance)}
         if meta:
             args["meta"] = dict(meta)
         self._emit("remember", args)

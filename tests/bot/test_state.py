@@ -180,7 +180,10 @@ async def test_a_restart_mid_run_reports_it_and_reruns_nothing(tmp_path: Path) -
             (run, "run the tests", "sess-9", "interrupted")
         ]
         assert await second.running(1) is None
-        # The cut instruction is not handed out again; the one that never started still waits.
+        # The cut instruction is not handed out again; the one that never started is held for Resume.
+        assert await second.next_queued(1) is None
+        assert [q.id for q in await second.held(1)] == [waiting]
+        await second.release_held(1, "queued")
         nxt = await second.next_queued(1)
         assert nxt is not None and nxt.id == waiting
         assert await second.interrupted_runs() == []  # reported once
@@ -251,3 +254,17 @@ async def test_handoff_review_lifecycle(state: BotState) -> None:
     assert await state.set_review("unknown", "kept") is None
     with pytest.raises(ValueError, match="review state"):
         await state.set_review("sess-1", "lost")  # type: ignore[arg-type]
+
+
+async def test_instructions_waiting_when_the_process_died_are_held_until_resume(state: BotState) -> None:
+    await state.start_run(1, "fix it", project="eywa")
+    await state.enqueue(1, "then push", "text")
+    await state.enqueue(2, "another chat, nothing running", "text")
+    [run] = await state.interrupted_runs()
+    assert run.chat_id == 1
+    assert [q.text for q in await state.held(1)] == ["then push"]
+    assert await state.next_queued(1) is None  # a new instruction will not drain it unasked
+    assert (await state.next_queued(2)) is not None  # a chat with no interrupted run is untouched
+    assert await state.release_held(1, "queued") == 1
+    nxt = await state.next_queued(1)
+    assert nxt is not None and nxt.text == "then push"
