@@ -22,7 +22,7 @@ import aiosqlite
 from memory import index, store
 from memory.codex_rollout import parse_codex_file
 from memory.db import Database
-from memory.errors import ExtractionError, SourceUnreadableError
+from memory.errors import ExtractionError, MemoryStoreError, SourceUnreadableError
 from memory.handoff_format import to_markdown
 from memory.llm_extract import extract_handoff
 from memory.mirror import handoff_relpath, sweep_stale_temp, write_atomic
@@ -242,6 +242,10 @@ async def extract_pending(
                 report.extract_failed += 1
                 async with db.write() as conn:
                     await store.set_extract_state(conn, session_id, "failed")
+                return
+            except MemoryStoreError as exc:  # e.g. the database stayed locked: stays pending for the next run
+                logger.warning("handoff of %s not stored: %s", session_id, exc)
+                report.extract_failed += 1
                 return
             if h is not None:
                 report.handoffs_extracted += 1

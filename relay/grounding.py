@@ -17,6 +17,7 @@ from pathlib import Path
 
 from memory.api import Eywa
 from memory.errors import MemoryStoreError
+from memory.grounding import quote_recalled, recalled_block
 
 __all__ = ["MAX_FACT_LINES", "build_grounding", "default_rules", "ensure_rules_file", "quote_recalled"]
 
@@ -26,14 +27,6 @@ MAX_FACT_LINES = 12
 _MAX_RECALLED_CHARS = 24_000  # bound the prompt even when memory holds huge handoffs
 
 _FRONTMATTER = re.compile(r"\A---\n.*?\n---\n?", re.DOTALL)
-# Tag-like openings (<system>, </recalled>, <system-reminder …>) and our own fence characters.
-_TAG = re.compile(r"<(/?)([A-Za-z!?][\w:.-]*)")
-_FENCE = re.compile(r"(<<<|>>>|\[\[|\]\])")
-# A speaker or role label at the start of a line: "SYSTEM:", "Human:", "assistant:", "### Instruction:".
-_ROLE = re.compile(
-    r"^(\W{0,4})(system|human|user|assistant|developer|instruction|instructions|owner|rules?)(\s*):",
-    re.IGNORECASE,
-)
 
 
 def default_rules() -> str:
@@ -49,23 +42,6 @@ def ensure_rules_file(path: Path) -> Path:
         tmp.write_text(default_rules(), encoding="utf-8")
         tmp.replace(path)
     return path
-
-
-def _defuse(line: str) -> str:
-    line = _FENCE.sub(lambda m: " ".join(m.group(1)), line)
-    line = _TAG.sub(lambda m: f"‹{m.group(1)}{m.group(2)}", line)
-    return _ROLE.sub(lambda m: f"{m.group(1)}{m.group(2)} (quoted){m.group(3)}:", line)
-
-
-def quote_recalled(text: str) -> str:
-    """Every line of recalled text as a defused "> " quote line."""
-    return "\n".join(("> " + _defuse(line)).rstrip() for line in text.replace("\r\n", "\n").split("\n"))
-
-
-def _block(nonce: str, source: str, body: str) -> str:
-    # The source label is ours, but it may embed ids from memory: defuse it too.
-    label = _defuse(source).replace("\n", " ")
-    return f"[[RECALLED {nonce} | source: {label}]]\n{quote_recalled(body)}\n[[END RECALLED {nonce}]]"
 
 
 def _strip_frontmatter(markdown: str) -> str:
@@ -88,7 +64,7 @@ async def _handoff_blocks(eywa: Eywa, instruction: str, project: str | None, non
         if not body:
             continue
         budget -= len(body)
-        blocks.append(_block(nonce, f"handoff of session {result.session_id} ({result.date})", body))
+        blocks.append(recalled_block(nonce, f"handoff of session {result.session_id} ({result.date})", body))
         if budget <= 0:
             break
     return blocks
@@ -116,7 +92,7 @@ async def build_grounding(
     recalled: list[str] = []
     facts = [" ".join(str(f).split()) for f in facts_lines if str(f).strip()][:MAX_FACT_LINES]
     if facts:
-        recalled.append(_block(nonce, "facts tier of Eywa memory", "\n".join(f"- {f}" for f in facts)))
+        recalled.append(recalled_block(nonce, "facts tier of Eywa memory", "\n".join(f"- {f}" for f in facts)))
     recalled.extend(await _handoff_blocks(eywa, instruction, project, nonce))
     if recalled:
         parts.append(
