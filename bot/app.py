@@ -327,7 +327,9 @@ class BotApp:
         elif callback.action == REVIEW_ACTION:
             toast = await self.reviews.on_callback(callback, message_id)
         elif callback.action == VOICE_ACTION:
-            toast = await self.voice.on_callback(callback.chat_id, callback.user_id, op)
+            toast = await self.voice.on_callback(
+                callback.chat_id, callback.user_id, op, str(callback.payload.get("text", ""))
+            )
         elif callback.action == RESTART_ACTION:
             run_id = int(callback.payload.get("run", 0))
             if op == "resume":

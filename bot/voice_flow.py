@@ -120,21 +120,25 @@ class VoiceFlow:
         s = self.services
         await s.state.set_pending_transcript(chat_id, text)
         group = f"voice-{secrets.token_urlsafe(8)}"
-        run = await s.state.new_callback(chat_id, user_id, VOICE_ACTION, {"op": "run"}, _CONFIRM_TTL_S, group=group)
-        drop = await s.state.new_callback(chat_id, user_id, VOICE_ACTION, {"op": "cancel"}, _CONFIRM_TTL_S, group=group)
+        # The buttons carry their own transcript: an older prompt's Run can never run a newer note's text.
+        run = await s.state.new_callback(
+            chat_id, user_id, VOICE_ACTION, {"op": "run", "text": text}, _CONFIRM_TTL_S, group=group
+        )
+        drop = await s.state.new_callback(
+            chat_id, user_id, VOICE_ACTION, {"op": "cancel", "text": text}, _CONFIRM_TTL_S, group=group
+        )
         await s.sender.send(
             chat_id,
             f"🎙 {escape(text)}\n\n<i>Run it, or send the corrected text instead.</i>",
             buttons=[[("▶️ Run", run), ("✖️ Cancel", drop)]],
         )
 
-    async def on_callback(self, chat_id: int, user_id: int, op: str) -> str:
+    async def on_callback(self, chat_id: int, user_id: int, op: str, text: str) -> str:
         s = self.services
         chat = await s.state.chat(chat_id)
-        text = chat.pending_transcript
+        if not chat.pending_transcript or chat.pending_transcript != text:
+            return "That transcript was replaced or already handled."
         await s.state.set_pending_transcript(chat_id, "")
-        if not text:
-            return "Nothing is waiting."
         if op != "run":
             return "Cancelled."
         await self.run_transcript(chat_id, user_id, text)

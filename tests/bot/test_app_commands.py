@@ -101,6 +101,31 @@ async def test_voice_confirm_waits_for_the_owner_and_a_text_replaces_the_transcr
         assert h.claude.arrivals == 2
 
 
+async def test_an_older_voice_prompts_run_button_never_runs_a_newer_transcript(
+    tmp_path: Path, telegram_double: TelegramDouble, voice_note: VoiceNote, transcriber: Transcriber
+) -> None:
+    async with harness(tmp_path, telegram_double, MACUPOS_VOICE_CONFIRM="1") as h:
+        h.claude.enqueue("ran the second note")
+        app = await h.start(transcriber=transcriber)
+        h.tg.push_voice(OWNER, OWNER, voice_note("check the billing logs").read_bytes(), 2)
+        await h.wait_handled(app)
+        h.tg.push_voice(OWNER, OWNER, voice_note("restart the staging server").read_bytes(), 2)
+        prompts = await h.tg.wait_for(
+            lambda: (
+                [m for m in h.tg.messages(OWNER).values() if str(m.get("text", "")).startswith("🎙")][1:]
+                and [m for m in h.tg.messages(OWNER).values() if str(m.get("text", "")).startswith("🎙")]
+            )
+        )
+        first, second = prompts[0], prompts[1]
+        h.tg.push_callback(OWNER, OWNER, first["message_id"], button(first, "Run"))
+        await h.wait_handled(app)
+        assert h.claude.arrivals == 0  # the first prompt's transcript was replaced by the second note
+        h.tg.push_callback(OWNER, OWNER, second["message_id"], button(second, "Run"))
+        await h.wait_text(lambda t: t == "ran the second note")
+        assert "staging" in last_user_text(h.claude.bodies[-1]).lower()
+        assert h.claude.arrivals == 1
+
+
 def _claude_stage(body: dict[str, Any]) -> str:
     text = last_user_text(body)
     approve = "```json\n" + json.dumps({"verdict": "approve", "findings": ["F1: keep greet.txt tiny"]}) + "\n```"
