@@ -35,6 +35,7 @@ from bot.voice_flow import VOICE_ACTION, VoiceFlow
 from memory.api import Eywa
 from memory.errors import MemoryStoreError
 from memory.facts.api import FactsApi
+from memory.facts.gitsync import GitSync
 from relay.codex import CodexEngine
 from relay.ledger import Ledger
 from relay.settings import RelaySettings
@@ -86,6 +87,8 @@ class BotApp:
         self.sessions: SessionManager | None = None
         self._poller: asyncio.Task[None] | None = None
         self._stopped = False
+        self._sync_stop = asyncio.Event()
+        self._sync_task: asyncio.Task[None] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -97,7 +100,7 @@ class BotApp:
         eywa = await Eywa.open(s.memory)
         facts: FactsApi | None
         try:
-            facts = await FactsApi.open(s.memory.home, s.memory.db_path, busy_timeout_ms=s.memory.busy_timeout_ms)
+            facts = await FactsApi.from_settings(s.memory)
         except MemoryStoreError as exc:
             logger.warning("facts store unavailable: %s", exc)
             facts = None
@@ -126,11 +129,36 @@ class BotApp:
         self.commands = Commands(services, self.sessions, self.approvals)
         self.voice = VoiceFlow(services, self.sessions)
         self.intake = Intake(services, self.route)
+        if facts is not None:
+            await self._start_facts_sync(facts)
+
+    async def _start_facts_sync(self, facts: FactsApi) -> None:
+        """Git-sync the facts folder when it is a repository with a remote (see docs/facts-sync.md)."""
+        m = self.settings.memory
+        sync = GitSync(
+            m.home / "facts",
+            push_every_s=m.facts_push_every_s,
+            pull_every_s=m.facts_pull_every_s,
+            on_pulled=facts.replay_new,
+        )
+        try:
+            status = await asyncio.to_thread(sync.check)
+        except (MemoryStoreError, OSError) as exc:
+            logger.warning("facts sync unavailable: %s", exc)
+            return
+        if status.eligible:
+            self._sync_task = asyncio.create_task(sync.run(self._sync_stop), name="facts-sync")
+        else:
+            logger.info("facts sync off: %s", status.reason)
 
     async def post_shutdown(self, application: Application[Any, Any, Any, Any, Any, Any]) -> None:
         s = self.services
         if s is None:
             return
+        if self._sync_task is not None:
+            self._sync_stop.set()
+            with contextlib.suppress(TimeoutError, MemoryStoreError):
+                await asyncio.wait_for(self._sync_task, timeout=120)  # let a running push finish
         try:
             if s.codex is not None:
                 await s.codex.aclose()

@@ -33,6 +33,8 @@ class MemorySettings:
     busy_timeout_ms: int = 30_000
     hook_budget_s: float = 5.0
     facts_half_life_days: float = 30.0
+    facts_push_every_s: float = 600.0  # git sync of the facts folder, when it is a repository with a remote
+    facts_pull_every_s: float = 1800.0
     claude_env: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -91,5 +93,7 @@ class MemorySettings:
             tool_output_limit=int(table.get("tool_output_limit", 2000)),
             hook_budget_s=float(table.get("hook_budget_s", 5.0)),
             facts_half_life_days=float(pick("MACUPOS_FACTS_HALF_LIFE_DAYS", "facts_half_life_days", 30.0)),
+            facts_push_every_s=float(pick("MACUPOS_FACTS_PUSH_EVERY_S", "facts_push_every_s", 600.0)),
+            facts_pull_every_s=float(pick("MACUPOS_FACTS_PULL_EVERY_S", "facts_pull_every_s", 1800.0)),
             claude_env={k: v for k, v in env.items() if k.startswith(("ANTHROPIC_", "CLAUDE_"))},
         )

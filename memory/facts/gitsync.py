@@ -144,7 +144,7 @@ class GitSync:
         push_every_s: float = 600,
         pull_every_s: float = 1800,
         git: str = "git",
-        on_pulled: Callable[[], Awaitable[None]] | None = None,
+        on_pulled: Callable[[], Awaitable[object]] | None = None,
         timeout_s: float = 60,
     ) -> None:
         self._folder = Path(folder)
