@@ -256,7 +256,7 @@ class _Search:
 
 
 _POSTINGS_SQL = (
-    "SELECT {i}, p.ts, p.session_id, COALESCE(h.duration_min, 0.0), NULL, NULL FROM "
+    "SELECT {i}, p.ts, p.session_id, COALESCE(h.duration_min, 0.0), NULL, NULL{pad} FROM "
     "(SELECT ts, session_id FROM postings WHERE field = ? AND term = ? AND ts <= ? AND ts >= ? {extra}"
     " ORDER BY ts DESC, session_id DESC {limit}) AS p LEFT JOIN handoffs AS h ON h.session_id = p.session_id"
 )
@@ -307,7 +307,11 @@ async def retrieve(
     first: list[tuple[int, float, str, float]] = []
     recent: list[tuple[str, float, float]] = []
     content = _Content()
-    for tag, a, b, c, d, e in await conn.execute_fetchall(sql, args):
+    hits: list[tuple[str, str, object, float]] = []
+    # Rows of handoffs the content probe touched come with what the answer shows (the handoffs row is read
+    # for their duration anyway), which saves the final fetch when they are the top k.
+    shown: dict[str, tuple[object, ...]] = {}
+    for tag, a, b, c, *rest in await conn.execute_fetchall(sql, args):
         if tag == "m":
             meta[str(a)] = str(b)
         elif tag == "d":
@@ -316,10 +320,17 @@ async def retrieve(
             after[(int(a), str(b))] = int(c)
         elif tag == "r":
             recent.append((str(a), float(b), float(c)))
+        elif tag == "v":
+            content.where[str(a)] = (float(b), float(c))
+            if rest[0] is not None:
+                shown[str(a)] = (a, *rest)
         elif isinstance(tag, str):
-            content.add(tag, str(a), b, float(c), float(d), float(e))
+            hits.append((tag, str(a), b, float(c)))
         else:
             first.append((int(tag), float(a), str(b), float(c)))
+    for tag, sid, key, bm25 in hits:
+        if sid in content.where:
+            content.add(tag, sid, key, bm25)
     n = int(meta.get("indexed_n", "0")) - after.get((FIELD_DOC, ""), 0)
     max_duration = float(meta.get("max_duration_min", "0"))
 
@@ -353,7 +364,7 @@ async def retrieve(
 
     ranked = search.top()
     if not ranked:
-        return await _hydrate(conn, [_recent(sid, ts, dur, now, window_days, n) for sid, ts, dur in recent])
+        return await _hydrate(conn, [_recent(sid, ts, dur, now, window_days, n) for sid, ts, dur in recent], {})
     picked = []
     for score, sid in ranked:
         doc = search.docs[sid]
@@ -366,7 +377,7 @@ async def retrieve(
         parts = term(doc) if doc.content else None
         expl = Explanation(matched, doc.content, doc.recency, doc.boost, age, doc.duration_min, n, False, parts)
         picked.append((sid, doc.ts, score, expl))
-    return await _hydrate(conn, picked)
+    return await _hydrate(conn, picked, shown)
 
 
 def _first_round_sql(
@@ -380,51 +391,74 @@ def _first_round_sql(
     chunk: int,
     k: int,
 ) -> tuple[str, list[object]]:
+    args: list[object] = []
+    prefix = ""
+    if words:
+        # Content rows are gathered once (MATERIALIZED) and read twice: as they are, and for the distinct
+        # handoffs they touch, whose date and duration are looked up once each rather than once per row.
+        gates, probes = [], []
+        for w, word in enumerate(words):
+            q = _fts_quote(word)
+            gates.append(_GATE)
+            args += [w, q, CONTENT_DF_CAP + 1, CONTENT_DF_CAP]
+        for w, word in enumerate(words):
+            q = _fts_quote(word)
+            probes.append(_CHUNK_SQL)
+            args += [f"w{w}", w, q]
+            if whole:
+                probes.append(_WHOLE_SQL)
+                args += [f"s{w}", w, q]
+        prefix = (
+            f"WITH g(w) AS MATERIALIZED ({' UNION ALL '.join(gates)}),"
+            f" c(tag, sid, key, b) AS MATERIALIZED ({' UNION ALL '.join(probes)}) "
+        )
     parts = [
-        "SELECT 'm', key, value, NULL, NULL, NULL FROM meta WHERE key IN ('indexed_n', 'max_duration_min')",
-        "SELECT 'r', p.session_id, p.ts, COALESCE(h.duration_min, 0.0), NULL, NULL FROM (SELECT ts, session_id"
-        " FROM postings WHERE field = 2 AND term = '' AND ts <= ? AND ts >= ? ORDER BY ts DESC, session_id DESC"
-        " LIMIT ?) AS p LEFT JOIN handoffs AS h ON h.session_id = p.session_id",
+        "SELECT 'm', key, value, NULL, NULL, NULL, NULL, NULL, NULL FROM meta"
+        " WHERE key IN ('indexed_n', 'max_duration_min')",
+        "SELECT 'r', p.session_id, p.ts, COALESCE(h.duration_min, 0.0), NULL, NULL, NULL, NULL, NULL FROM"
+        " (SELECT ts, session_id FROM postings WHERE field = 2 AND term = '' AND ts <= ? AND ts >= ?"
+        " ORDER BY ts DESC, session_id DESC LIMIT ?) AS p LEFT JOIN handoffs AS h ON h.session_id = p.session_id",
     ]
-    args: list[object] = [now, since, k]
+    args += [now, since, k]
     marks = ",".join("?" * len(terms))
-    parts.append(f"SELECT 'd', field, term, df, NULL, NULL FROM term_df WHERE field IN (0, 1) AND term IN ({marks})")
+    parts.append(
+        "SELECT 'd', field, term, df, NULL, NULL, NULL, NULL, NULL FROM term_df"
+        f" WHERE field IN (0, 1) AND term IN ({marks})"
+    )
     # Postings dated after as_of, to take them out of N and df (an empty range when as_of is now).
     parts.append(
-        "SELECT 'a', field, term, count(*), NULL, NULL FROM postings WHERE field IN (0, 1, 2)"
+        "SELECT 'a', field, term, count(*), NULL, NULL, NULL, NULL, NULL FROM postings WHERE field IN (0, 1, 2)"
         f" AND term IN (?{',?' * len(terms)}) AND ts > ? GROUP BY field, term"
     )
     args += [*terms, "", *terms, now]
-    for w, word in enumerate(words):
-        q = _fts_quote(word)
-        parts.append(_CHUNK_SQL)
-        args += [f"w{w}", q, CONTENT_DF_CAP + 1, CONTENT_DF_CAP, q, now, horizon]
-        if whole:
-            parts.append(_WHOLE_SQL)
-            args += [f"s{w}", q, CONTENT_DF_CAP + 1, CONTENT_DF_CAP, q, now, horizon]
+    if words:
+        parts += ["SELECT tag, sid, key, b, NULL, NULL, NULL, NULL, NULL FROM c", _VISIBLE]
+        args += [now, horizon]
     for i, (f, t) in enumerate(pairs):
-        parts.append(_POSTINGS_SQL.format(i=i, extra="", limit="LIMIT ?"))
+        parts.append(_POSTINGS_SQL.format(i=i, extra="", limit="LIMIT ?", pad=", NULL, NULL, NULL"))
         args += [f, t, now, horizon, chunk]
-    return " UNION ALL ".join(parts), args
+    return prefix + " UNION ALL ".join(parts), args
 
 
-# A word counts for content only when it is in at most CONTENT_DF_CAP windows. The probe reads at most
-# CAP + 1 rows; CROSS JOIN keeps the gate as the outer loop, so a common word's rows are never read.
-_GATE = "(SELECT 1 WHERE (SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH ? LIMIT ?)) <= ?)"
-_VISIBLE = (
-    " JOIN postings AS p ON p.field = 2 AND p.term = '' AND p.session_id = c.sid"
-    " LEFT JOIN handoffs AS h ON h.session_id = c.sid WHERE p.ts <= ? AND p.ts >= ?"
-)
+# A word counts for content only when it is in at most CONTENT_DF_CAP windows: counting stops at CAP + 1.
+# Each probe's CROSS JOIN keeps the gate as the outer loop, so a common word's rows are never read.
+_GATE = "SELECT ? WHERE (SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH ? LIMIT ?)) <= ?"
 _CHUNK_SQL = (
-    "SELECT ?, c.sid, c.id, p.ts, COALESCE(h.duration_min, 0.0), c.b FROM (SELECT chunks.handoff_id AS sid,"
-    f" chunks.id AS id, f.b AS b FROM (SELECT chunk_fts.rowid AS id, bm25(chunk_fts) AS b FROM {_GATE}"
-    " CROSS JOIN chunk_fts WHERE chunk_fts MATCH ?) AS f JOIN chunks ON chunks.id = f.id) AS c" + _VISIBLE
+    "SELECT ?, chunks.handoff_id, chunks.id, f.b FROM (SELECT 1 FROM g WHERE w = ?) CROSS JOIN"
+    " (SELECT chunk_fts.rowid AS id, bm25(chunk_fts) AS b FROM chunk_fts WHERE chunk_fts MATCH ?) AS f"
+    " JOIN chunks ON chunks.id = f.id"
 )
 _WHOLE_SQL = (
-    "SELECT ?, c.sid, c.session_id, p.ts, COALESCE(h.duration_min, 0.0), c.b FROM"
-    " (SELECT content.session_id, CASE WHEN kind = 'subagent' AND parent_id <> '' THEN parent_id"
-    f"  ELSE content.session_id END AS sid, bm25(content) AS b FROM {_GATE}"
-    " CROSS JOIN content WHERE content MATCH ?) AS c" + _VISIBLE
+    "SELECT ?, CASE WHEN kind = 'subagent' AND parent_id <> '' THEN parent_id ELSE content.session_id END,"
+    " content.session_id, bm25(content) FROM (SELECT 1 FROM g WHERE w = ?) CROSS JOIN content"
+    " WHERE content MATCH ?"
+)
+# The handoffs the content rows touch that are visible (posted, within as_of and days_back).
+_VISIBLE = (
+    "SELECT 'v', v.sid, p.ts, COALESCE(h.duration_min, 0.0), h.date, h.headline, h.projects, h.keywords, h.kind"
+    " FROM (SELECT DISTINCT sid FROM c) AS v"
+    " JOIN postings AS p ON p.field = 2 AND p.term = '' AND p.session_id = v.sid"
+    " LEFT JOIN handoffs AS h ON h.session_id = v.sid WHERE p.ts <= ? AND p.ts >= ?"
 )
 
 
@@ -433,13 +467,12 @@ class _Content:
     (FTS5's bm25 of an OR query is that sum), then credited to handoffs (a subagent's to its parent)."""
 
     def __init__(self) -> None:
-        self.where: dict[str, tuple[float, float]] = {}  # handoff -> (ts, duration)
+        self.where: dict[str, tuple[float, float]] = {}  # visible handoff -> (ts, duration)
         self.windows: dict[tuple[str, int], float] = {}
         self.whole: dict[tuple[str, str], float] = {}
         self.words: set[int] = set()
 
-    def add(self, tag: str, sid: str, key: object, ts: float, dur: float, bm25: float) -> None:
-        self.where[sid] = (ts, dur)
+    def add(self, tag: str, sid: str, key: object, bm25: float) -> None:
         self.words.add(int(tag[1:]))
         if tag[0] == "w":
             self.windows[(sid, int(str(key)))] = self.windows.get((sid, int(str(key))), 0.0) - bm25
@@ -456,15 +489,18 @@ class _Content:
         whole: dict[str, float] = {}
         for (sid, _), b in sorted(self.whole.items()):
             whole[sid] = max(whole.get(sid, 0.0), b)
-        for sid, bs in per_window.items():
-            search.doc(sid, *self.where[sid]).chunks = sorted(bs, reverse=True)[:top]
-        for sid, b in whole.items():
-            search.doc(sid, *self.where[sid]).session_bm25 = b
-        docs = [search.docs[sid] for sid in self.where]
-        best_c = max((math.fsum(d.chunks or ()) for d in docs), default=0.0)
-        best_s = max((d.session_bm25 for d in docs), default=0.0)
-        for d in docs:
-            c = math.fsum(d.chunks or ()) / best_c if best_c > 0 else 0.0
+        # Every visible handoff here has a window or a session row: one _Doc each, its parts set once.
+        parts = []
+        for sid, (ts, dur) in self.where.items():
+            d = search.doc(sid, ts, dur)
+            bs = per_window.get(sid)
+            d.chunks = sorted(bs, reverse=True)[:top] if bs else None
+            d.session_bm25 = whole.get(sid, 0.0)
+            parts.append((d, math.fsum(d.chunks or ())))
+        best_c = max((c for _, c in parts), default=0.0)
+        best_s = max((d.session_bm25 for d, _ in parts), default=0.0)
+        for d, chunks in parts:
+            c = chunks / best_c if best_c > 0 else 0.0
             s = d.session_bm25 / best_s if best_s > 0 else 0.0
             d.content = weight * (share * s + (1.0 - share) * c)
         used = tuple(words[w] for w in sorted(self.words))
@@ -509,7 +545,7 @@ async def _slab(conn: aiosqlite.Connection, search: _Search, target_rows: int, *
         if lst.done or lst.lo < t:
             continue
         upper = "AND ts < ?" if lst.lo_incl else "AND ts <= ?"
-        parts.append(_POSTINGS_SQL.format(i=i, extra=upper, limit=""))
+        parts.append(_POSTINGS_SQL.format(i=i, extra=upper, limit="", pad=""))
         args += [lst.field, lst.term, search.now, t, lst.lo]
     rows = await conn.execute_fetchall(" UNION ALL ".join(parts), args) if parts else []
     for i, ts, sid, dur, _, _ in rows:
@@ -529,16 +565,20 @@ def _recent(
 
 
 async def _hydrate(
-    conn: aiosqlite.Connection, picked: list[tuple[str, float, float, Explanation]]
+    conn: aiosqlite.Connection,
+    picked: list[tuple[str, float, float, Explanation]],
+    shown: dict[str, tuple[object, ...]],
 ) -> list[ScoredHandoff]:
-    if not picked:
-        return []
-    marks = ",".join("?" * len(picked))
-    rows = await conn.execute_fetchall(
-        f"SELECT session_id, date, headline, projects, keywords, kind FROM handoffs WHERE session_id IN ({marks})",
-        [sid for sid, *_ in picked],
-    )
-    found = {str(r[0]): r for r in rows}
+    """The answer's rows: (session_id, date, headline, projects, keywords, kind) from ``shown``, else read."""
+    missing = [sid for sid, *_ in picked if sid not in shown]
+    found = dict(shown)
+    if missing:
+        rows = await conn.execute_fetchall(
+            "SELECT session_id, date, headline, projects, keywords, kind FROM handoffs"
+            f" WHERE session_id IN ({','.join('?' * len(missing))})",
+            missing,
+        )
+        found.update((str(r[0]), tuple(r)) for r in rows)
     out = []
     for sid, ts, score, expl in picked:
         _, date, headline, projects, keywords, kind = found.get(sid, (sid, "", "", "[]", "[]", "main"))

@@ -214,6 +214,19 @@ async def test_content_term_finds_details_that_never_became_keywords(db: Databas
     assert ids(await retrieve(db.conn, "frobnicator", as_of=NOW, content_weight=0)) == ["b", "c", "a", "parent"][:4]
 
 
+async def test_handoffs_found_by_content_or_terms_come_back_with_the_same_row(db: Database) -> None:
+    await add(db, "a", age_days=3, projects=["/src/macupos"], keywords=["sqlite", "wal"], body="the frobnicator")
+    await add(db, "b", age_days=1, keywords=["frobnicator"])
+    by_content = await retrieve(db.conn, "frobnicator", as_of=NOW)
+    by_terms = await retrieve(db.conn, "frobnicator", as_of=NOW, content_weight=0)
+    rows = {r.session_id: r for r in [*by_content, *by_terms]}
+    assert {r.session_id for r in by_content} == {"a", "b"} and ids(by_terms) == ["b"]
+    a = rows["a"]
+    assert (a.headline, a.projects, a.keywords, a.kind) == ("headline a", ("/src/macupos",), ("sqlite", "wal"), "main")
+    assert a.date == datetime.fromtimestamp(NOW_TS - 3 * DAY, UTC).isoformat()
+    assert [(r.headline, r.keywords) for r in by_content if r.session_id == "b"] == [("headline b", ("frobnicator",))]
+
+
 async def test_content_is_added_after_recency_so_old_details_are_not_decayed(db: Database) -> None:
     await add(db, "old", age_days=200, keywords=["misc"], body="we met at the frobnicator festival")
     await add(db, "new", age_days=1, keywords=["frobnicator"], body="nothing of note")
