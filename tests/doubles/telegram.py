@@ -233,6 +233,7 @@ class TelegramDouble:
         self._ids = itertools.count(1)
         self._next_update = 1
         self._flood: int | None = None
+        self.webhook: dict[str, Any] = {}  # the last setWebhook parameters
         self._retry_after = 1
         self._clock_offset = 0.0
         self._closing = False
@@ -596,6 +597,10 @@ class TelegramDouble:
     async def _m_deleteWebhook(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
         if params.get("drop_pending_updates"):
             self._pending.clear()
+        return True
+
+    async def _m_setWebhook(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        self.webhook = dict(params)  # tests read the url and the secret_token the bot registered
         return True
 
     async def _m_getWebhookInfo(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
