@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = [
@@ -13,6 +14,10 @@ __all__ = [
     "SchemaTooNewError",
     "SessionNotFoundError",
     "SourceUnreadableError",
+    "SyncConflictError",
+    "SyncError",
+    "SyncRefusedError",
+    "SyncTimeoutError",
 ]
 
 
@@ -70,3 +75,35 @@ class ExtractionError(MemoryStoreError):
         super().__init__(f"handoff extraction failed for {session_id}: {reason}")
         self.session_id = session_id
         self.reason = reason
+
+
+class SyncError(MemoryStoreError):
+    """A step of the facts sync failed; carries the git command, its exit status and the end of its stderr."""
+
+    def __init__(
+        self, message: str, *, command: Sequence[str] = (), returncode: int | None = None, stderr: str = ""
+    ) -> None:
+        tail = stderr[-2000:].strip()  # the end of git's stderr says what went wrong
+        super().__init__(f"{message}: {tail}" if tail else message)
+        self.command = tuple(command)
+        self.returncode = returncode
+        self.stderr_tail = tail
+
+
+class SyncTimeoutError(SyncError):
+    def __init__(self, command: Sequence[str], timeout_s: float) -> None:
+        super().__init__(f"{' '.join(command)} ran past {timeout_s:g}s and was killed", command=command)
+        self.timeout_s = timeout_s
+
+
+class SyncRefusedError(SyncError):
+    def __init__(self, folder: Path, reason: str) -> None:
+        super().__init__(f"refusing to sync {folder}: {reason}")
+        self.folder = folder
+        self.reason = reason
+
+
+class SyncConflictError(SyncError):
+    def __init__(self, paths: Sequence[str], stderr: str) -> None:
+        super().__init__(f"merge conflict outside the regenerated files: {', '.join(paths)}", stderr=stderr)
+        self.paths = tuple(paths)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -19,11 +18,21 @@ import subprocess
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from fnmatch import fnmatch
 from pathlib import Path
 from typing import NamedTuple
 
-from memory.errors import MemoryStoreError
+from memory.errors import MemoryStoreError, SyncConflictError, SyncError, SyncRefusedError, SyncTimeoutError
+from memory.facts.synclayout import (
+    EVENTS,
+    SNAPSHOT,
+    ensure_lines,
+    few,
+    foreign_local,
+    foreign_tracked,
+    looks_like_code,
+    repair_lines,
+    repair_tail,
+)
 
 __all__ = [
     "GitSync",
@@ -38,9 +47,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-EVENTS = "events"
-SNAPSHOT = "snapshot.tcl"
-_LOCAL_ONLY = (".lock", ".origin", "backups")  # never tracked: this installation's own
 _IGNORE_LINES = (".lock", "*.lock", ".origin", "backups/", "*.bak", "*.bak-*", "*.tmp", ".DS_Store")
 _ATTRIBUTE_LINES = (
     "events/*.jsonl merge=union",
@@ -49,48 +55,13 @@ _ATTRIBUTE_LINES = (
     ".gitattributes merge=union",
 )
 # The whole facts layout: anything else at the top means the folder is not (only) ours.
-_ROOT_NAMES = frozenset({".git", ".gitignore", ".gitattributes", "README.md", EVENTS, SNAPSHOT, *_LOCAL_ONLY})
-_SCRATCH = ("*.lock", "*.bak", "*.bak-*", "*.tmp", ".DS_Store")  # ignored by git, harmless beside the facts
 _REGENERATED = frozenset({SNAPSHOT})
-_TAIL_CHARS = 2000
 _KILL_WAIT_S = 5.0
 # `env` adds to the inherited environment, so the library itself never reads os.environ.
 _ENV = ("env", "GIT_TERMINAL_PROMPT=0", "GIT_MERGE_AUTOEDIT=no", "GIT_EDITOR=true", "LC_ALL=C")
 # Unattended: no editor, no hooks (a hook may prompt or run code), no signing (a passphrase would prompt).
 _CONFIG = ("-c", "core.editor=true", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false")
 _IDENTITY_NAME, _IDENTITY_EMAIL = ("-c", "user.name=macupos"), ("-c", "user.email=macupos@localhost")
-
-
-class SyncError(MemoryStoreError):
-    """A step of the facts sync failed; carries the git command, its exit status and the end of its stderr."""
-
-    def __init__(
-        self, message: str, *, command: Sequence[str] = (), returncode: int | None = None, stderr: str = ""
-    ) -> None:
-        tail = stderr[-_TAIL_CHARS:].strip()
-        super().__init__(f"{message}: {tail}" if tail else message)
-        self.command = tuple(command)
-        self.returncode = returncode
-        self.stderr_tail = tail
-
-
-class SyncTimeoutError(SyncError):
-    def __init__(self, command: Sequence[str], timeout_s: float) -> None:
-        super().__init__(f"{' '.join(command)} ran past {timeout_s:g}s and was killed", command=command)
-        self.timeout_s = timeout_s
-
-
-class SyncRefusedError(SyncError):
-    def __init__(self, folder: Path, reason: str) -> None:
-        super().__init__(f"refusing to sync {folder}: {reason}")
-        self.folder = folder
-        self.reason = reason
-
-
-class SyncConflictError(SyncError):
-    def __init__(self, paths: Sequence[str], stderr: str) -> None:
-        super().__init__(f"merge conflict outside the regenerated files: {', '.join(paths)}", stderr=stderr)
-        self.paths = tuple(paths)
 
 
 class SyncState(StrEnum):
@@ -164,11 +135,11 @@ class GitSync:
         if not folder.is_dir():
             return SyncStatus(folder, SyncState.MISSING, f"{folder} does not exist")
         try:
-            foreign = _foreign_local(folder)
+            foreign = foreign_local(folder)
         except OSError as exc:
             raise SyncError(f"cannot list {folder}", stderr=str(exc)) from exc
         if foreign:
-            return SyncStatus(folder, SyncState.REFUSED, _looks_like_code(foreign))
+            return SyncStatus(folder, SyncState.REFUSED, looks_like_code(foreign))
         top = self._git_blocking("rev-parse", "--show-toplevel", ok=(0, 128))
         if top.returncode:
             return SyncStatus(folder, SyncState.NOT_A_REPO, f"{folder} is not a git repository (run `git init` there)")
@@ -278,13 +249,13 @@ class GitSync:
 
     async def _prepare(self) -> tuple[str, ...]:
         """Write the ignore and attribute files, drop a merge a killed sync left behind, cut torn event lines."""
-        await asyncio.to_thread(_ensure_lines, self._folder / ".gitignore", _IGNORE_LINES)
-        await asyncio.to_thread(_ensure_lines, self._folder / ".gitattributes", _ATTRIBUTE_LINES)
+        await asyncio.to_thread(ensure_lines, self._folder / ".gitignore", _IGNORE_LINES)
+        await asyncio.to_thread(ensure_lines, self._folder / ".gitattributes", _ATTRIBUTE_LINES)
         if (await self._git("rev-parse", "--quiet", "--verify", "MERGE_HEAD", ok=(0, 1))).returncode == 0:
             await self._git("merge", "--abort")
         events = self._folder / EVENTS
         logs = sorted(events.glob("*.jsonl")) if events.is_dir() else []
-        return tuple([f"{EVENTS}/{p.name}" for p in logs if await asyncio.to_thread(_repair_tail, p)])
+        return tuple([f"{EVENTS}/{p.name}" for p in logs if await asyncio.to_thread(repair_tail, p)])
 
     async def _commit(self, message: str = "facts: sync") -> bool:
         await self._git("add", "--all")
@@ -324,9 +295,9 @@ class GitSync:
     async def _check_remote_tree(self, ref: str) -> None:
         """Refuse to merge a remote that is not a facts repository (a code repo, or one tracking .origin)."""
         listing = await self._git("ls-tree", "-r", "--name-only", "-z", ref)
-        bad = _foreign_tracked(p for p in listing.stdout.split("\0") if p)
+        bad = foreign_tracked(p for p in listing.stdout.split("\0") if p)
         if bad:
-            raise SyncRefusedError(self._folder, f"the remote {ref} is not a facts repository: it tracks {_few(bad)}")
+            raise SyncRefusedError(self._folder, f"the remote {ref} is not a facts repository: it tracks {few(bad)}")
 
     async def _settle_conflicts(self, merged: _Result) -> None:
         """Keep our side of a regenerated file (the engine rewrites it); any other conflict aborts the merge."""
@@ -354,7 +325,7 @@ class GitSync:
         repaired: list[str] = []
         for path in sorted(p for p in changed.stdout.split("\0") if p.endswith(".jsonl")):
             file = self._folder / path
-            if file.is_file() and await asyncio.to_thread(_repair_lines, file):
+            if file.is_file() and await asyncio.to_thread(repair_lines, file):
                 repaired.append(path)
         return tuple(repaired)
 
@@ -443,113 +414,3 @@ def _checked(shown: Sequence[str], returncode: int, out: bytes, err: bytes, ok: 
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-
-
-def _scratch(name: str) -> bool:
-    return any(fnmatch(name, pattern) for pattern in _SCRATCH)
-
-
-def _foreign_local(folder: Path) -> list[str]:
-    """Entries that do not belong to a facts folder (empty for a facts folder)."""
-    bad = sorted(e.name for e in folder.iterdir() if e.name not in _ROOT_NAMES and not _scratch(e.name))
-    events = folder / EVENTS
-    if events.is_dir():
-        bad += sorted(
-            f"{EVENTS}/{e.name}"
-            for e in events.iterdir()
-            if not e.is_file() or not (e.name.endswith(".jsonl") or _scratch(e.name))
-        )
-    elif events.exists():
-        bad.append(EVENTS)
-    return bad
-
-
-def _foreign_tracked(paths: Iterable[str]) -> list[str]:
-    """Tracked paths a facts repository must not hold: foreign files, or files that are never synced."""
-    bad = []
-    for path in paths:
-        head, _, rest = path.partition("/")
-        if rest:
-            ok = head == EVENTS and "/" not in rest and rest.endswith(".jsonl")
-        else:
-            ok = head in _ROOT_NAMES and head not in _LOCAL_ONLY and head != ".git"
-        if not ok:
-            bad.append(path)
-    return bad
-
-
-def _few(names: Sequence[str]) -> str:
-    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-
-
-def _looks_like_code(foreign: Sequence[str]) -> str:
-    return f"it holds more than the facts layout ({_few(foreign)}), it looks like a code repository"
-
-
-def _ensure_lines(path: Path, lines: Sequence[str]) -> None:
-    """Write the file, or append the lines it lacks; never rewrite what the owner put there."""
-    try:
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-        missing = [line for line in lines if line not in text.splitlines()]
-        if missing:
-            sep = "\n" if text and not text.endswith("\n") else ""
-            with path.open("a", encoding="utf-8") as f:
-                f.write(sep + "\n".join(missing) + "\n")
-    except OSError as exc:
-        raise SyncError(f"cannot write {path}", stderr=str(exc)) from exc
-
-
-def _repair_tail(path: Path) -> bool:
-    """End the log on a newline: cut a half-written last line (a crash mid-append), or close a whole one."""
-    try:
-        with path.open("r+b") as f:
-            size = f.seek(0, os.SEEK_END)
-            if size == 0:
-                return False
-            f.seek(size - 1)
-            if f.read(1) == b"\n":
-                return False
-            f.seek(0)
-            data = f.read()  # rare (only after a crash): reading it all is fine
-            cut = data.rfind(b"\n") + 1
-            if _is_event(data[cut:]):  # only the newline was lost: keep the event, as the engine does
-                f.write(b"\n")
-                cut = size
-            else:
-                f.truncate(cut)
-            f.flush()
-            os.fsync(f.fileno())
-    except OSError as exc:
-        raise SyncError(f"cannot repair {path}", stderr=str(exc)) from exc
-    logger.warning("facts sync: repaired the last line of %s (%d bytes cut)", path, size - cut)
-    return True
-
-
-def _repair_lines(path: Path) -> bool:
-    """Rewrite a merged log keeping only whole events, each ending on a newline; True if it changed."""
-    try:
-        data = path.read_bytes()
-        lines = data.split(b"\n")
-        if not lines[-1]:
-            lines.pop()  # the file ends on a newline, as it should
-        kept = [line for line in lines if _is_event(line)]
-        if not data or (data.endswith(b"\n") and len(kept) == len(lines)):
-            return False
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(b"".join(line + b"\n" for line in kept))
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise SyncError(f"cannot repair {path}", stderr=str(exc)) from exc
-    logger.warning("facts sync: dropped %d damaged lines from %s", len(lines) - len(kept), path)
-    return True
-
-
-def _is_event(line: bytes) -> bool:
-    try:
-        event = json.loads(line)
-    except ValueError:
-        return False
-    if not isinstance(event, dict):
-        return False
-    fields = (event.get(k) for k in ("id", "at_ms", "origin", "op", "args"))
-    return all(isinstance(v, t) for v, t in zip(fields, (str, int, str, str, dict), strict=True)) and bool(event["id"])
