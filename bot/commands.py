@@ -19,7 +19,7 @@ from bot.sessions import SessionManager
 from memory.errors import MemoryStoreError
 from memory.facts.model import FactsError
 from relay.errors import RelayError
-from relay.events import RelayEvent, StageEnd, StageStart
+from relay.events import HandoffReady, RelayEvent, StageEnd, StageStart
 from relay.grounding import ensure_rules_file
 
 __all__ = ["COMMANDS", "Commands", "bot_commands"]
@@ -197,7 +197,9 @@ class Commands:
         project = await s.project_of(chat_id)
 
         async def on_event(event: RelayEvent) -> None:
-            if isinstance(event, StageStart):
+            if isinstance(event, HandoffReady):  # the run's Claude sessions are reviewed like any other
+                await self.sessions.reviews.post(chat_id, user_id, event.session_id, event.markdown)
+            elif isinstance(event, StageStart):
                 progress.update(stage=f"{event.stage} ({event.engine})")
             elif isinstance(event, StageEnd):
                 progress.update(line=_stage_line(event))

@@ -155,3 +155,5 @@ async def test_rpa_runs_the_pipeline_with_a_line_per_stage_and_the_audit_shown(
             for stage in ("research", "plan", "audit", "execute", "review"):
                 assert f"{stage} · " in progress["text"]
             assert target.read_text() == "hello\n"
+            card = await h.wait_message(lambda m: "📒" in str(m.get("text", "")))  # the run's handoff, for review
+            assert "Keep" in str(card["reply_markup"])
