@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
 from functools import wraps
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 import click
 
@@ -357,38 +357,39 @@ def hooks_group() -> None:
     """Install or remove the Claude Code SessionStart / SessionEnd hooks."""
 
 
+_scope = click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True)
+_project_dir = click.option("--project-dir", type=click.Path(path_type=Path, file_okay=False), default=".")
+
+
+def _edit_hooks(ctx: click.Context, scope: str, project_dir: Path, *, install: bool) -> None:
+    from memory import hooks
+
+    settings = _settings(ctx)
+    where: Literal["user", "project"] = "project" if scope == "project" else "user"
+    path = hooks.settings_path_for(where, claude_config_dir=settings.claude_config_dir, project_dir=project_dir)
+    try:
+        result = (hooks.install if install else hooks.uninstall)(path, _self_command())
+    except MemoryStoreError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"{path}: {result}")
+
+
 @hooks_group.command("install")
-@click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True)
-@click.option("--project-dir", type=click.Path(path_type=Path, file_okay=False), default=".")
+@_scope
+@_project_dir
 @click.pass_context
 def hooks_install(ctx: click.Context, scope: str, project_dir: Path) -> None:
     """Merge our hooks into Claude Code's settings.json (a backup is made first; running twice is harmless)."""
-    from memory.hooks import install, settings_path_for
-
-    settings = _settings(ctx)
-    path = settings_path_for(scope, claude_config_dir=settings.claude_config_dir, project_dir=project_dir)  # type: ignore[arg-type]
-    try:
-        result = install(path, _self_command())
-    except MemoryStoreError as exc:
-        raise click.ClickException(str(exc)) from exc
-    click.echo(f"{path}: {result}")
+    _edit_hooks(ctx, scope, project_dir, install=True)
 
 
 @hooks_group.command("uninstall")
-@click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True)
-@click.option("--project-dir", type=click.Path(path_type=Path, file_okay=False), default=".")
+@_scope
+@_project_dir
 @click.pass_context
 def hooks_uninstall(ctx: click.Context, scope: str, project_dir: Path) -> None:
     """Remove only our hooks from Claude Code's settings.json."""
-    from memory.hooks import settings_path_for, uninstall
-
-    settings = _settings(ctx)
-    path = settings_path_for(scope, claude_config_dir=settings.claude_config_dir, project_dir=project_dir)  # type: ignore[arg-type]
-    try:
-        result = uninstall(path, _self_command())
-    except MemoryStoreError as exc:
-        raise click.ClickException(str(exc)) from exc
-    click.echo(f"{path}: {result}")
+    _edit_hooks(ctx, scope, project_dir, install=False)
 
 
 @memory_group.command("hook", hidden=True)
