@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import itertools
 import json
-import socket
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from tests.doubles.loopback import LoggedRequest, log_request, serve
 
 __all__ = [
     "AnthropicDouble",
@@ -59,15 +60,6 @@ class ErrorReply:
 
 Scripted = Reply | ErrorReply | str | ToolUse
 Responder = Callable[[dict[str, Any]], Scripted]
-
-
-@dataclass(frozen=True, slots=True)
-class LoggedRequest:
-    method: str
-    path: str
-    query: str
-    headers: Mapping[str, str]
-    body: Any  # parsed JSON when it was JSON, else the raw text
 
 
 def last_user_text(body: Mapping[str, Any]) -> str:
@@ -152,14 +144,7 @@ class AnthropicDouble:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_route("*", "/{tail:.*}", self._other)
-        self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
-        await self._runner.setup()
-        # Bind the socket ourselves so the free port is known without reaching into aiohttp internals.
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock).start()
+        self._runner, self.port = await serve(app)
         return self
 
     async def stop(self) -> None:
@@ -176,12 +161,7 @@ class AnthropicDouble:
     # -- handlers --------------------------------------------------------------------------------
 
     async def _log(self, request: web.Request) -> LoggedRequest:
-        raw = await request.text()
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            body = raw
-        return LoggedRequest(request.method, request.path, request.query_string, dict(request.headers), body)
+        return await log_request(request)
 
     async def _other(self, request: web.Request) -> web.Response:
         self.other_requests.append(await self._log(request))

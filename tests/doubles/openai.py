@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import socket
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+
+from tests.doubles.loopback import LoggedRequest, log_request, serve
 
 __all__ = [
     "API_KEY_VAR",
@@ -82,14 +83,6 @@ class Stall:
 
 Scripted = Text | ExecCommand | HttpError | Garbage | Stall | str
 Responder = Callable[[dict[str, Any]], Scripted]
-
-
-@dataclass(frozen=True, slots=True)
-class LoggedRequest:
-    method: str
-    path: str
-    headers: Mapping[str, str]
-    body: Any  # parsed JSON when it was JSON, else the raw text
 
 
 def input_texts(body: Mapping[str, Any]) -> list[str]:
@@ -196,13 +189,7 @@ class OpenAIDouble:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/responses", self._responses)
         app.router.add_route("*", "/{tail:.*}", self._other)
-        self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=0.5)
-        await self._runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock).start()
+        self._runner, self.port = await serve(app, shutdown_timeout=0.5)
         return self
 
     async def stop(self) -> None:
@@ -220,12 +207,7 @@ class OpenAIDouble:
     # -- handlers --------------------------------------------------------------------------------
 
     async def _log(self, request: web.Request) -> LoggedRequest:
-        raw = await request.text()
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            body = raw
-        return LoggedRequest(request.method, request.path, dict(request.headers), body)
+        return await log_request(request)
 
     async def _other(self, request: web.Request) -> web.Response:
         self.other_requests.append(await self._log(request))
