@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 class Grounding:
     results: list[ScoredHandoff]
     text: str
+    markdowns: dict[str, str] = field(default_factory=dict)  # session id -> handoff file, for own quoting
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +108,7 @@ class Eywa:
             row = await store.get_handoff(self.db.conn, r.session_id)
             if row is not None:
                 markdowns[r.session_id] = row.markdown
-        return Grounding(results, grounding_text(results, markdowns))
+        return Grounding(results, grounding_text(results, markdowns), markdowns)
 
     async def search(self, query: str, limit: int = 10) -> list[ContentHit]:
         return await search_content(self.db.conn, query, limit)

@@ -9,15 +9,13 @@ in it that looks like a fence, a tag or a speaker label is defused.
 from __future__ import annotations
 
 import logging
-import re
 import secrets
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
 from memory.api import Eywa
-from memory.errors import MemoryStoreError
-from memory.grounding import quote_recalled, recalled_block
+from memory.grounding import quote_recalled, recalled_block, strip_frontmatter
 
 __all__ = ["MAX_FACT_LINES", "build_grounding", "default_rules", "ensure_rules_file", "quote_recalled"]
 
@@ -25,8 +23,6 @@ logger = logging.getLogger(__name__)
 
 MAX_FACT_LINES = 12
 _MAX_RECALLED_CHARS = 24_000  # bound the prompt even when memory holds huge handoffs
-
-_FRONTMATTER = re.compile(r"\A---\n.*?\n---\n?", re.DOTALL)
 
 
 def default_rules() -> str:
@@ -44,23 +40,12 @@ def ensure_rules_file(path: Path) -> Path:
     return path
 
 
-def _strip_frontmatter(markdown: str) -> str:
-    return _FRONTMATTER.sub("", markdown, count=1).strip()
-
-
 async def _handoff_blocks(eywa: Eywa, instruction: str, project: str | None, nonce: str) -> list[str]:
     grounding = await eywa.get(instruction, project=project)
     blocks: list[str] = []
     budget = _MAX_RECALLED_CHARS
     for result in grounding.results:
-        try:
-            view = await eywa.show(result.session_id)
-        except MemoryStoreError as exc:
-            logger.debug("handoff %s vanished before grounding: %s", result.session_id, exc)
-            continue
-        if view.handoff is None:
-            continue
-        body = _strip_frontmatter(view.handoff.markdown)[:budget]
+        body = strip_frontmatter(grounding.markdowns.get(result.session_id, ""))[:budget]
         if not body:
             continue
         budget -= len(body)
