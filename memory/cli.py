@@ -6,13 +6,14 @@ import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import wraps
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar
 
 import click
 
+from memory.clitypes import ISO_INSTANT, parse_instant
 from memory.errors import MemoryStoreError
 from memory.settings import MemorySettings
 
@@ -34,16 +35,6 @@ def _run(coro: Coroutine[Any, Any, R]) -> R:
         return asyncio.run(coro)
     except MemoryStoreError as exc:
         raise click.ClickException(str(exc)) from exc
-
-
-def _parse_as_of(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise click.BadParameter(f"not an ISO-8601 date: {value}", param_hint="--as-of") from exc
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _with_eywa(fn: Callable[..., Awaitable[R]]) -> Callable[..., R]:
@@ -156,7 +147,7 @@ async def ingest_cmd(
 @click.option("--project", help="Project name: its terms join the query (a boost, not a filter).")
 @click.option("--days-back", type=float, help="Only handoffs from the last N days.")
 @click.option("--max", "max_k", type=click.IntRange(1, 5), default=5, show_default=True)
-@click.option("--as-of", help="Score as if now were this ISO-8601 time (reproducible results).")
+@click.option("--as-of", type=ISO_INSTANT, help="Score as if now were this ISO-8601 time (reproducible results).")
 @click.option("--json", "as_json", is_flag=True, help="Print [{session_id, score, date, headline, projects, kind}].")
 @click.option("--explain", is_flag=True, help="Show matched terms, IDF and factors for every result.")
 @click.option("--queries", type=click.File("r"), help="JSON lines of {query, project, as_of, days_back, max}.")
@@ -167,7 +158,7 @@ async def get_cmd(
     project: str | None,
     days_back: float | None,
     max_k: int,
-    as_of: str | None,
+    as_of: datetime | None,
     as_json: bool,
     explain: bool,
     queries: Any,
@@ -183,6 +174,7 @@ async def get_cmd(
                 spec = json.loads(line)
                 if not isinstance(spec, dict):
                     raise ValueError("not an object")
+                when = parse_instant(str(spec["as_of"])) if spec.get("as_of") else None
             except ValueError as exc:
                 click.echo(json.dumps({"line": n, "error": f"invalid query line: {exc}"}))
                 continue
@@ -191,11 +183,11 @@ async def get_cmd(
                 project=spec.get("project"),
                 days_back=spec.get("days_back"),
                 max_handoffs=int(spec.get("max", max_k)),
-                as_of=_parse_as_of(spec.get("as_of")),
+                as_of=when,
             )
             click.echo(json.dumps({"query": spec.get("query", ""), "results": [_result_json(r) for r in g.results]}))
         return
-    g = await eywa.get(query, project=project, days_back=days_back, max_handoffs=max_k, as_of=_parse_as_of(as_of))
+    g = await eywa.get(query, project=project, days_back=days_back, max_handoffs=max_k, as_of=as_of)
     if as_json:
         click.echo(json.dumps([_result_json(r, explain) for r in g.results], indent=2))
     elif explain:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
 import click
 
+from memory.clitypes import ISO_INSTANT
 from memory.errors import MemoryStoreError
 from memory.facts.api import FactsApi
 from memory.facts.model import FactsError
@@ -39,21 +40,11 @@ def _with_api(fn: Callable[[FactsApi], Awaitable[R]]) -> R:
         raise click.ClickException(str(exc)) from exc
 
 
-def _as_of(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise click.BadParameter(f"not an ISO-8601 date: {value}", param_hint="--as-of") from exc
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
 @click.command("script")
 @click.argument("text", required=False)
 @click.option("--file", "file", type=click.Path(path_type=Path, dir_okay=False), help="Read the script from F.")
-@click.option("--as-of", help="Run as if now were this ISO-8601 time (decay, lifecycle, timestamps).")
-def script_cmd(text: str | None, file: Path | None, as_of: str | None) -> None:
+@click.option("--as-of", type=ISO_INSTANT, help="Run as if now were this ISO-8601 time (decay, lifecycle, timestamps).")
+def script_cmd(text: str | None, file: Path | None, as_of: datetime | None) -> None:
     """Run a Tcl memory script (remember, recall, search, link, consolidate, sweep, respond, ...).
 
     Prints what `respond` set, else the script's result. On an error prints `error: ... (line N)`
@@ -66,7 +57,7 @@ def script_cmd(text: str | None, file: Path | None, as_of: str | None) -> None:
             text = file.read_text(encoding="utf-8")
         except OSError as exc:
             raise click.ClickException(f"cannot read {file}: {exc.strerror or exc}") from exc
-    when = _as_of(as_of)
+    when = as_of
     assert text is not None
     result = _with_api(lambda api: api.run_script(text, as_of=when, provenance="cli"))
     if not result.ok:
@@ -116,9 +107,9 @@ def export_cmd() -> None:
 
 
 @facts_group.command("show")
-@click.option("--as-of", help="Rank as if now were this ISO-8601 time.")
-def show_cmd(as_of: str | None) -> None:
+@click.option("--as-of", type=ISO_INSTANT, help="Rank as if now were this ISO-8601 time.")
+def show_cmd(as_of: datetime | None) -> None:
     """Print the injection tier (at most 12 lines) a session would start with."""
-    when = _as_of(as_of)
+    when = as_of
     for line in _with_api(lambda api: api.tiered_injection(when)):
         click.echo(line)

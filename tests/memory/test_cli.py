@@ -78,15 +78,18 @@ def test_queries_file_answers_one_line_per_query(home: Path, transcripts: Path, 
         json.dumps({"query": "hello function", "as_of": "2026-01-01T00:00:00Z"})
         + "\n"
         + "not json\n"
+        + json.dumps({"query": "x", "as_of": "yesterday-ish"})
+        + "\n"
         + json.dumps({"query": "goodbye", "max": 1, "days_back": 10000})
         + "\n"
     )
     r = macupos(home, "get", "--queries", str(qfile))
     assert r.returncode == 0, r.stderr
     lines = [json.loads(x) for x in r.stdout.splitlines()]
-    assert len(lines) == 3
+    assert len(lines) == 4
     assert lines[1]["error"].startswith("invalid query line")
-    assert len(lines[2]["results"]) <= 1
+    assert lines[2]["error"].startswith("invalid query line")
+    assert len(lines[3]["results"]) <= 1
 
 
 def test_missing_path_is_a_clear_error(home: Path) -> None:
