@@ -93,13 +93,13 @@ def build(corpus: Corpus, path: Path) -> None:
     con = sqlite3.connect(path)
     con.execute("PRAGMA journal_mode = WAL")
     con.execute("PRAGMA synchronous = OFF")
-    postings: list[tuple[int, str, float, str]] = []
+    postings: list[tuple[int, str, float, str, float]] = []
     df: Counter[tuple[int, str]] = Counter()
     for h in corpus.handoffs:
         terms = handoff_terms(h.projects, h.keywords)
         df.update(terms)
-        postings.extend((f, t, h.ts, h.session_id) for f, t in terms)
-        postings.append((FIELD_DOC, "", h.ts, h.session_id))
+        postings.extend((f, t, h.ts, h.session_id, h.duration_min) for f, t in terms)
+        postings.append((FIELD_DOC, "", h.ts, h.session_id, h.duration_min))
     with con:
         con.executemany(
             "INSERT INTO handoffs(session_id, kind, ts, date, duration_min, substance, headline, projects, keywords,"
@@ -119,7 +119,7 @@ def build(corpus: Corpus, path: Path) -> None:
             ),
         )
         postings.sort()
-        con.executemany("INSERT INTO postings(field, term, ts, session_id) VALUES(?, ?, ?, ?)", postings)
+        con.executemany("INSERT INTO postings(field, term, ts, session_id, dur) VALUES(?, ?, ?, ?, ?)", postings)
         con.executemany("INSERT INTO term_df(field, term, df) VALUES(?, ?, ?)", ((f, t, c) for (f, t), c in df.items()))
         rows = [(i + 1, h.session_id, h.body) for i, h in enumerate(corpus.handoffs)]
         con.executemany(
@@ -127,9 +127,13 @@ def build(corpus: Corpus, path: Path) -> None:
         )
         con.executemany("INSERT INTO content_rows(session_id, row) VALUES(?, ?)", ((sid, r) for r, sid, _ in rows))
         # A synthetic body has no turn headings: one window each, as memory.index.chunk_spans cuts it.
+        # Each window carries its content row and its posted handoff's date and duration, as index_content does.
         con.executemany(
-            "INSERT INTO chunks(id, session_id, handoff_id, start, stop) VALUES(?, ?, ?, 0, ?)",
-            ((r, sid, sid, len(body)) for r, sid, body in rows),
+            "INSERT INTO chunks(id, session_id, handoff_id, start, stop, row, ts, dur) VALUES(?, ?, ?, 0, ?, ?, ?, ?)",
+            (
+                (r, h.session_id, h.session_id, len(h.body), r, h.ts, h.duration_min)
+                for r, h in enumerate(corpus.handoffs, 1)
+            ),
         )
         con.executemany("INSERT INTO chunk_fts(rowid, body) VALUES(?, ?)", ((r, body) for r, _, body in rows))
         con.executemany(

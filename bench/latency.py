@@ -94,11 +94,11 @@ def pct(samples: list[float], q: float) -> float:
 
 async def time_ours(db: Database, queries: list[str], now: datetime) -> list[float]:
     for q in queries[:20]:  # warm the page cache and statement cache
-        await retrieve(db.conn, q, as_of=now)
+        await retrieve(db, q, as_of=now)
     out = []
     for q in queries:
         start = time.perf_counter()
-        await retrieve(db.conn, q, as_of=now)
+        await retrieve(db, q, as_of=now)
         out.append(time.perf_counter() - start)
     return out
 

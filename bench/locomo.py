@@ -126,7 +126,7 @@ async def ours(sample: dict[str, Any], home: Path, settings: list[dict[str, Any]
     try:
         for q, ev in questions(sample):
             for rows, kwargs in zip(out, settings, strict=True):
-                res = await retrieve(db.conn, q, max_k=max(KS), as_of=as_of, **kwargs)
+                res = await retrieve(db, q, max_k=max(KS), as_of=as_of, **kwargs)
                 rows.append(recall([int(r.session_id.rsplit("-s", 1)[1]) for r in res], ev))
     finally:
         await db.close()

@@ -95,7 +95,7 @@ class Eywa:
         """Startup grounding: the best handoffs for a query, as scored results and as quoted text."""
         k = min(5, max_handoffs or self.settings.max_handoffs)
         results = await retrieve(
-            self.db.conn,
+            self.db,
             query,
             project=project,
             days_back=days_back,

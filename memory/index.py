@@ -2,7 +2,8 @@
 
 Every function runs inside the caller's write transaction (``Database.write()``) and is idempotent.
 
-Layout inside schema 1 (``postings`` is ``(field, term, ts, session_id)``, newest-first by ``ts``):
+Layout (``postings`` is keyed ``(field, term, ts, session_id)``, newest first by ``ts``, and since schema 5
+carries the handoff's duration, ``dur``, so a posting list is read without a handoffs lookup):
 
 - field 0: project terms, field 1: keyword terms (see :mod:`memory.tokenize`), with ``term_df``.
 - field 2, term ``''``: one row per indexed handoff. It is the document list N counts, the newest-first
@@ -48,7 +49,7 @@ INDEXED_KINDS = frozenset({"main", "codex"})
 # Four turns, two exchanges: a detail and the exchange around it (docs/retrieval.md, chosen leave-one-out).
 TURNS_PER_CHUNK = 4
 
-_Row = tuple[int, str, float]
+_Row = tuple[int, str, float, float]  # field, term, ts, duration
 
 
 def handoff_terms(projects: Sequence[str], keywords: Sequence[str]) -> set[tuple[int, str]]:
@@ -76,17 +77,18 @@ async def index_handoff(
     if kind not in INDEXED_KINDS or substance < 1:
         await _replace(conn, session_id, set())
         return
-    rows: set[_Row] = {(f, t, ts) for f, t in handoff_terms(projects, keywords)}
-    rows.add((FIELD_DOC, "", ts))
-    await _replace(conn, session_id, rows)
     if duration_min is None:
         async with conn.execute("SELECT duration_min FROM handoffs WHERE session_id = ?", (session_id,)) as cur:
             found = await cur.fetchone()
         duration_min = float(found[0]) if found else 0.0
+    dur = max(0.0, duration_min)
+    rows: set[_Row] = {(f, t, ts, dur) for f, t in handoff_terms(projects, keywords)}
+    rows.add((FIELD_DOC, "", ts, dur))
+    await _replace(conn, session_id, rows)
     await conn.executemany(
         "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET "
         "value = MAX(CAST(value AS REAL), CAST(excluded.value AS REAL))",
-        [("max_duration_min", repr(max(0.0, duration_min)))],
+        [("max_duration_min", repr(dur))],
     )
 
 
@@ -96,24 +98,27 @@ async def unindex(conn: aiosqlite.Connection, session_id: str) -> None:
 
 
 async def _replace(conn: aiosqlite.Connection, session_id: str, new: set[_Row]) -> None:
-    async with conn.execute("SELECT field, term, ts FROM postings WHERE session_id = ?", (session_id,)) as cur:
-        old: set[_Row] = {(int(f), str(t), float(ts)) for f, t, ts in await cur.fetchall()}
+    async with conn.execute("SELECT field, term, ts, dur FROM postings WHERE session_id = ?", (session_id,)) as cur:
+        old: set[_Row] = {(int(f), str(t), float(ts), float(d)) for f, t, ts, d in await cur.fetchall()}
+    now = any(f == FIELD_DOC for f, *_ in new)
     if old == new:
+        # put_handoff rewrites the row with indexed = 0: say again that its (unchanged) postings are there.
+        await conn.execute("UPDATE handoffs SET indexed = ? WHERE session_id = ?", (int(now), session_id))
         return
     gone, added = old - new, new - old
     if gone:
         await conn.executemany(
             "DELETE FROM postings WHERE field = ? AND term = ? AND ts = ? AND session_id = ?",
-            [(f, t, ts, session_id) for f, t, ts in gone],
+            [(f, t, ts, session_id) for f, t, ts, _ in gone],
         )
     if added:
         await conn.executemany(
-            "INSERT INTO postings(field, term, ts, session_id) VALUES(?, ?, ?, ?)",
-            [(f, t, ts, session_id) for f, t, ts in added],
+            "INSERT OR REPLACE INTO postings(field, term, ts, session_id, dur) VALUES(?, ?, ?, ?, ?)",
+            [(f, t, ts, session_id, d) for f, t, ts, d in added],
         )
-    # Document frequencies change only for terms gained or lost, not for a mere change of date.
-    old_terms = {(f, t) for f, t, _ in old if f != FIELD_DOC}
-    new_terms = {(f, t) for f, t, _ in new if f != FIELD_DOC}
+    # Document frequencies change only for terms gained or lost, not for a new date or duration.
+    old_terms = {(f, t) for f, t, *_ in old if f != FIELD_DOC}
+    new_terms = {(f, t) for f, t, *_ in new if f != FIELD_DOC}
     if old_terms - new_terms:
         lost = sorted(old_terms - new_terms)
         await conn.executemany("UPDATE term_df SET df = df - 1 WHERE field = ? AND term = ?", lost)
@@ -123,14 +128,20 @@ async def _replace(conn: aiosqlite.Connection, session_id: str, new: set[_Row]) 
             "INSERT INTO term_df(field, term, df) VALUES(?, ?, 1) ON CONFLICT(field, term) DO UPDATE SET df = df + 1",
             sorted(new_terms - old_terms),
         )
-    was, now = any(f == FIELD_DOC for f, _, _ in old), any(f == FIELD_DOC for f, _, _ in new)
+    doc_old = next(((ts, d) for f, _, ts, d in old if f == FIELD_DOC), None)
+    doc_new = next(((ts, d) for f, _, ts, d in new if f == FIELD_DOC), None)
+    if doc_old != doc_new:
+        # The windows credited to this handoff carry its posted date and duration (NULL: not posted).
+        ts_new, dur_new = doc_new if doc_new is not None else (None, 0.0)
+        await conn.execute("UPDATE chunks SET ts = ?, dur = ? WHERE handoff_id = ?", (ts_new, dur_new, session_id))
+    was = doc_old is not None
     if was != now:
         await conn.execute(
             "INSERT INTO meta(key, value) VALUES('indexed_n', ?) "
             "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + ?",
             (str(max(0, int(now) - int(was))), int(now) - int(was)),
         )
-        await conn.execute("UPDATE handoffs SET indexed = ? WHERE session_id = ?", (int(now), session_id))
+    await conn.execute("UPDATE handoffs SET indexed = ? WHERE session_id = ?", (int(now), session_id))
 
 
 _TURN = re.compile(r"^## ", re.MULTILINE)  # memory/render.py starts every turn with a level-2 heading
@@ -175,6 +186,11 @@ async def index_content(conn: aiosqlite.Connection, *, session_id: str, kind: st
     async with conn.execute("SELECT COALESCE(MAX(id), 0) FROM chunks") as c:
         found = await c.fetchone()
     base = int(found[0]) if found else 0
+    async with conn.execute(
+        "SELECT ts, dur FROM postings WHERE field = 2 AND term = '' AND session_id = ?", (credited,)
+    ) as c:
+        posted = await c.fetchone()
+    ts, dur = (float(posted[0]), float(posted[1])) if posted else (None, 0.0)
     # The date goes with the first window: a session is also recalled by when it happened ("in May").
     date = date_words(body)
     rows = [
@@ -182,8 +198,9 @@ async def index_content(conn: aiosqlite.Connection, *, session_id: str, kind: st
         for i, (start, stop) in enumerate(chunk_spans(body))
     ]
     await conn.executemany(
-        "INSERT INTO chunks(id, session_id, handoff_id, start, stop, prefix) VALUES(?, ?, ?, ?, ?, ?)",
-        [(i, session_id, credited, start, stop, prefix) for i, start, stop, prefix in rows],
+        "INSERT INTO chunks(id, session_id, handoff_id, start, stop, prefix, row, ts, dur)"
+        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(i, session_id, credited, start, stop, prefix, rowid, ts, dur) for i, start, stop, prefix in rows],
     )
     await conn.executemany(
         "INSERT INTO chunk_fts(rowid, body) VALUES(?, ?)",

@@ -176,4 +176,33 @@ MIGRATIONS: tuple[str, ...] = (
         ELSE session_id END, 0, 9223372036854775807 FROM content;
     INSERT INTO chunk_fts(rowid, body) SELECT rowid, body FROM content;
     """,
+    # 5: postings and windows carry what scoring needs, so a query reads no handoffs rows to score
+    """
+    CREATE TABLE postings_v5(
+        field INTEGER NOT NULL,
+        term TEXT NOT NULL,
+        ts REAL NOT NULL,
+        session_id TEXT NOT NULL,
+        dur REAL NOT NULL DEFAULT 0,        -- the handoff's duration_min when it was posted
+        PRIMARY KEY(field, term, ts, session_id)
+    ) WITHOUT ROWID;
+    INSERT INTO postings_v5(field, term, ts, session_id, dur)
+        SELECT p.field, p.term, p.ts, p.session_id, COALESCE(h.duration_min, 0.0)
+        FROM postings AS p LEFT JOIN handoffs AS h ON h.session_id = p.session_id;
+    DROP TABLE postings;
+    ALTER TABLE postings_v5 RENAME TO postings;
+    CREATE INDEX postings_session ON postings(session_id);
+
+    -- Each window knows its session's `content` row and its credited handoff's posted date and duration
+    -- (ts NULL while that handoff is not posted), kept in step by memory/index.py.
+    ALTER TABLE chunks ADD COLUMN row INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE chunks ADD COLUMN ts REAL;
+    ALTER TABLE chunks ADD COLUMN dur REAL NOT NULL DEFAULT 0;
+    UPDATE chunks SET row = COALESCE((SELECT r.row FROM content_rows AS r WHERE r.session_id = chunks.session_id), 0);
+    UPDATE chunks SET (ts, dur) = (SELECT p.ts, p.dur FROM postings AS p
+        WHERE p.field = 2 AND p.term = '' AND p.session_id = chunks.handoff_id)
+        WHERE EXISTS (SELECT 1 FROM postings AS p
+            WHERE p.field = 2 AND p.term = '' AND p.session_id = chunks.handoff_id);
+    CREATE INDEX chunks_handoff ON chunks(handoff_id);
+    """,
 )

@@ -39,6 +39,26 @@ async def test_reopening_keeps_data_and_does_not_migrate_twice(tmp_path: Path) -
         await db.close()
 
 
+async def test_reads_see_committed_writes_only_and_cannot_write(tmp_path: Path) -> None:
+    db = await Database.open(tmp_path / "m.db")
+
+    def value(conn: sqlite3.Connection) -> object:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'k'").fetchone()
+        return row[0] if row else None
+
+    try:
+        assert await db.read(value) is None
+        async with db.write() as conn:
+            await conn.execute("INSERT INTO meta(key, value) VALUES ('k', 'v')")
+            assert await db.read(value) is None  # not committed yet: the read connection does not see it
+        assert await db.read(value) == "v"
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            await db.read(lambda conn: conn.execute("DELETE FROM meta"))
+        assert await db.read(value) == "v"  # and the failed read left no transaction open
+    finally:
+        await db.close()
+
+
 async def test_write_rolls_back_on_error(tmp_path: Path) -> None:
     db = await Database.open(tmp_path / "m.db")
     try:

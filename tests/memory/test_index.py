@@ -169,3 +169,55 @@ async def test_schema_4_moves_content_locators_out_of_meta(tmp_path: Path) -> No
         assert await rows(db.conn, "SELECT count(*) FROM content") == [(1,)]
     finally:
         await db.close()
+
+
+async def test_windows_carry_their_handoffs_posted_date_and_duration(db: Database) -> None:
+    """Scoring reads a window's credited handoff's date and duration from the window itself: they follow it."""
+    windows = "SELECT session_id, handoff_id, ts, dur FROM chunks ORDER BY id"
+    async with db.write() as conn:
+        await index.index_content(conn, session_id="p", kind="main", parent_id="", body="parent text")
+        await index.index_content(conn, session_id="sub", kind="subagent", parent_id="p", body="sub text")
+    assert await rows(db.conn, windows) == [("p", "p", None, 0.0), ("sub", "p", None, 0.0)]  # not posted yet
+    await post(db, "p", ts=100.0, keywords=["wal"], duration_min=30.0)
+    assert await rows(db.conn, windows) == [("p", "p", 100.0, 30.0), ("sub", "p", 100.0, 30.0)]
+    await post(db, "p", ts=200.0, keywords=["wal"], duration_min=45.0)  # a new date and duration
+    assert await rows(db.conn, windows) == [("p", "p", 200.0, 45.0), ("sub", "p", 200.0, 45.0)]
+    assert await rows(db.conn, "SELECT DISTINCT dur FROM postings WHERE session_id = 'p'") == [(45.0,)]
+    async with db.write() as conn:
+        await index.index_content(conn, session_id="sub", kind="subagent", parent_id="p", body="sub again")
+    assert await rows(db.conn, windows) == [("p", "p", 200.0, 45.0), ("sub", "p", 200.0, 45.0)]  # new window too
+    await post(db, "p", ts=200.0, substance=0)  # demoted: unposted
+    assert await rows(db.conn, windows) == [("p", "p", None, 0.0), ("sub", "p", None, 0.0)]
+
+
+async def test_schema_5_gives_postings_and_windows_their_handoffs_duration(tmp_path: Path) -> None:
+    from memory.migrations import MIGRATIONS
+
+    old = await Database.open(tmp_path / "m.db", migrations=MIGRATIONS[:4])
+    async with old.write() as conn:
+        await conn.execute(
+            "INSERT INTO handoffs(session_id, kind, ts, date, duration_min, substance, headline, projects, keywords,"
+            " markdown, source, indexed, updated_at) VALUES('a', 'main', 100, '', 12.5, 1, '', '[]', '[]', '',"
+            " 'import', 1, '')"
+        )
+        for field, term in ((1, "wal"), (2, "")):
+            await conn.execute("INSERT INTO postings VALUES(?, ?, 100, 'a')", (field, term))
+        await conn.execute("INSERT INTO content(session_id, kind, parent_id, body) VALUES('a', 'main', '', 'wal')")
+        await conn.execute("INSERT INTO content_rows(session_id, row) VALUES('a', 1)")
+        await conn.execute("INSERT INTO chunks(id, session_id, handoff_id, start, stop) VALUES(1, 'a', 'a', 0, 3)")
+        await conn.execute("INSERT INTO content(session_id, kind, parent_id, body) VALUES('b', 'main', '', 'x')")
+        await conn.execute("INSERT INTO content_rows(session_id, row) VALUES('b', 2)")
+        await conn.execute("INSERT INTO chunks(id, session_id, handoff_id, start, stop) VALUES(2, 'b', 'b', 0, 1)")
+    await old.close()
+    db = await Database.open(tmp_path / "m.db")
+    try:
+        assert await rows(db.conn, "SELECT field, term, ts, session_id, dur FROM postings ORDER BY 1") == [
+            (1, "wal", 100.0, "a", 12.5),
+            (2, "", 100.0, "a", 12.5),
+        ]
+        assert await rows(db.conn, "SELECT id, row, ts, dur FROM chunks ORDER BY id") == [
+            (1, 1, 100.0, 12.5),
+            (2, 2, None, 0.0),
+        ]
+    finally:
+        await db.close()

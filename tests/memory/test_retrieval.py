@@ -104,7 +104,7 @@ async def test_score_is_idf_weighted_terms_times_recency_and_duration(db: Databa
     await add(db, "b", age_days=21, keywords=["sqlite"])
     await add(db, "c", age_days=2, keywords=["telegram"])
     await add(db, "d", age_days=3, keywords=["voice"])
-    [a, b] = await retrieve(db.conn, "eywa sqlite", as_of=NOW)
+    [a, b] = await retrieve(db, "eywa sqlite", as_of=NOW)
     n = 4
     expected_a = (3.0 * math.log(n / 1) + 2.0 * math.log(n / 2)) * 1.5 * 1.1
     assert a.session_id == "a" and a.score == pytest.approx(expected_a)
@@ -119,7 +119,7 @@ async def test_score_is_idf_weighted_terms_times_recency_and_duration(db: Databa
 async def test_a_term_in_every_handoff_weighs_nothing(db: Database) -> None:
     await add(db, "a", keywords=["sqlite", "rare"])
     await add(db, "b", keywords=["sqlite"])
-    [only] = await retrieve(db.conn, "sqlite rare", as_of=NOW)
+    [only] = await retrieve(db, "sqlite rare", as_of=NOW)
     assert only.session_id == "a" and [m.term for m in only.explanation.matched] == ["rar"]  # folded
 
 
@@ -128,8 +128,8 @@ async def test_substance_zero_and_subagents_are_never_returned_nor_counted(db: D
     await add(db, "empty", keywords=["sqlite", "ghost"], substance=0)
     await add(db, "sub", keywords=["sqlite", "ghost"], kind="subagent", parent_id="a")
     await add(db, "b", keywords=["other"])
-    assert ids(await retrieve(db.conn, "ghost", as_of=NOW)) == ["b", "a"]  # no match: the recent ones
-    [a] = await retrieve(db.conn, "sqlite", as_of=NOW)
+    assert ids(await retrieve(db, "ghost", as_of=NOW)) == ["b", "a"]  # no match: the recent ones
+    [a] = await retrieve(db, "sqlite", as_of=NOW)
     assert a.explanation.n_indexed == 2 and a.explanation.matched[0].df == 1
 
 
@@ -137,7 +137,7 @@ async def test_handoffs_after_as_of_are_invisible_and_not_counted(db: Database) 
     await add(db, "old", age_days=10, keywords=["sqlite"])
     await add(db, "other", age_days=9, keywords=["misc"])
     await add(db, "new", age_days=1, keywords=["sqlite"])
-    [r] = await retrieve(db.conn, "sqlite", as_of=NOW - timedelta(days=5))
+    [r] = await retrieve(db, "sqlite", as_of=NOW - timedelta(days=5))
     assert r.session_id == "old"
     assert r.explanation.n_indexed == 2 and r.explanation.age_days == pytest.approx(5.0)
     assert r.score == pytest.approx(2 * math.log(2) * (1 + 1 / math.sqrt(5)))
@@ -147,18 +147,18 @@ async def test_days_back_drops_older_handoffs(db: Database) -> None:
     await add(db, "recent", age_days=2, keywords=["sqlite"])
     await add(db, "old", age_days=30, keywords=["sqlite", "wal"])
     await add(db, "x", age_days=3, keywords=["misc"])
-    assert ids(await retrieve(db.conn, "sqlite wal", as_of=NOW)) == ["recent", "old"]
-    assert ids(await retrieve(db.conn, "sqlite wal", as_of=NOW, days_back=7)) == ["recent"]
+    assert ids(await retrieve(db, "sqlite wal", as_of=NOW)) == ["recent", "old"]
+    assert ids(await retrieve(db, "sqlite wal", as_of=NOW, days_back=7)) == ["recent"]
 
 
 async def test_max_k_is_served_whatever_its_size(db: Database) -> None:
     for i in range(8):
         await add(db, f"h{i}", age_days=1 + i, keywords=["sqlite"])
     await add(db, "x", keywords=["misc"])
-    assert ids(await retrieve(db.conn, "sqlite", as_of=NOW)) == [f"h{i}" for i in range(5)]  # default 5
-    assert ids(await retrieve(db.conn, "sqlite", as_of=NOW, max_k=50)) == [f"h{i}" for i in range(8)]
-    assert ids(await retrieve(db.conn, "sqlite", as_of=NOW, max_k=2)) == ["h0", "h1"]
-    assert await retrieve(db.conn, "sqlite", as_of=NOW, max_k=0) == []
+    assert ids(await retrieve(db, "sqlite", as_of=NOW)) == [f"h{i}" for i in range(5)]  # default 5
+    assert ids(await retrieve(db, "sqlite", as_of=NOW, max_k=50)) == [f"h{i}" for i in range(8)]
+    assert ids(await retrieve(db, "sqlite", as_of=NOW, max_k=2)) == ["h0", "h1"]
+    assert await retrieve(db, "sqlite", as_of=NOW, max_k=0) == []
 
 
 async def test_no_query_gives_most_recent_within_window(db: Database) -> None:
@@ -166,28 +166,28 @@ async def test_no_query_gives_most_recent_within_window(db: Database) -> None:
     await add(db, "b", age_days=13)
     await add(db, "c", age_days=15)
     await add(db, "z", age_days=0.5, substance=0)
-    got = await retrieve(db.conn, "", as_of=NOW)
+    got = await retrieve(db, "", as_of=NOW)
     assert ids(got) == ["a", "b"]
     assert all(r.score == 0.0 and r.explanation.fallback for r in got)
-    assert ids(await retrieve(db.conn, "the of and", as_of=NOW, window_days=20)) == ["a", "b", "c"]
-    assert ids(await retrieve(db.conn, "", as_of=NOW, days_back=5)) == ["a"]
+    assert ids(await retrieve(db, "the of and", as_of=NOW, window_days=20)) == ["a", "b", "c"]
+    assert ids(await retrieve(db, "", as_of=NOW, days_back=5)) == ["a"]
 
 
 async def test_no_match_falls_back_to_most_recent(db: Database) -> None:
     await add(db, "a", age_days=1, keywords=["sqlite"])
     await add(db, "b", age_days=2, keywords=["wal"])
-    assert ids(await retrieve(db.conn, "kubernetes", as_of=NOW)) == ["a", "b"]
+    assert ids(await retrieve(db, "kubernetes", as_of=NOW)) == ["a", "b"]
 
 
 async def test_project_joins_the_query_as_its_terms(db: Database) -> None:
     await add(db, "mine", age_days=9, projects=["/home/me/src/eywa-mcp"], keywords=["sqlite"])
     await add(db, "theirs", age_days=1, projects=["/home/me/src/macupos"], keywords=["sqlite"])
     await add(db, "x", age_days=1, projects=["/home/me/src/macupos"], keywords=["misc"])
-    assert ids(await retrieve(db.conn, "sqlite", as_of=NOW))[0] == "theirs"
-    got = await retrieve(db.conn, "sqlite", project="/home/me/src/eywa-mcp", as_of=NOW)
+    assert ids(await retrieve(db, "sqlite", as_of=NOW))[0] == "theirs"
+    got = await retrieve(db, "sqlite", project="/home/me/src/eywa-mcp", as_of=NOW)
     assert ids(got)[0] == "mine"
     assert {"eywa-mcp", "eywa", "mcp"} <= {m.term for m in got[0].explanation.matched}
-    assert ids(await retrieve(db.conn, "", project="eywa-mcp", as_of=NOW)) == ["mine"]
+    assert ids(await retrieve(db, "", project="eywa-mcp", as_of=NOW)) == ["mine"]
 
 
 async def test_hyphenated_keyword_matches_whole_and_parts(db: Database) -> None:
@@ -195,9 +195,9 @@ async def test_hyphenated_keyword_matches_whole_and_parts(db: Database) -> None:
     await add(db, "b", keywords=["mcp-server"])
     await add(db, "c", keywords=["posting-lists"])
     await add(db, "d", keywords=["misc"])
-    assert ids(await retrieve(db.conn, "eywa", as_of=NOW)) == ["a"]
-    assert ids(await retrieve(db.conn, "eywa-mcp", as_of=NOW)) == ["a", "b"]
-    assert ids(await retrieve(db.conn, "posting list", as_of=NOW)) == ["c"]  # parts, plural folded
+    assert ids(await retrieve(db, "eywa", as_of=NOW)) == ["a"]
+    assert ids(await retrieve(db, "eywa-mcp", as_of=NOW)) == ["a", "b"]
+    assert ids(await retrieve(db, "posting list", as_of=NOW)) == ["c"]  # parts, plural folded
 
 
 async def test_content_term_finds_details_that_never_became_keywords(db: Database) -> None:
@@ -206,19 +206,19 @@ async def test_content_term_finds_details_that_never_became_keywords(db: Databas
     await add(db, "c", age_days=2, keywords=["misc"], body="nothing here")
     await add(db, "parent", age_days=4, keywords=["relay"], body="delegated work")
     await add(db, "parent/agent-1", age_days=4, kind="subagent", parent_id="parent", body="the quuxifier broke")
-    [a] = await retrieve(db.conn, "frobnicator", as_of=NOW)
+    [a] = await retrieve(db, "frobnicator", as_of=NOW)
     assert a.session_id == "a" and not a.explanation.matched
     assert a.explanation.content == pytest.approx(DEFAULT_CONTENT_WEIGHT) and a.score == a.explanation.content
-    [p] = await retrieve(db.conn, "quuxifier", as_of=NOW, content_weight=2.0)
+    [p] = await retrieve(db, "quuxifier", as_of=NOW, content_weight=2.0)
     assert p.session_id == "parent" and p.score == pytest.approx(2.0)
-    assert ids(await retrieve(db.conn, "frobnicator", as_of=NOW, content_weight=0)) == ["b", "c", "a", "parent"][:4]
+    assert ids(await retrieve(db, "frobnicator", as_of=NOW, content_weight=0)) == ["b", "c", "a", "parent"][:4]
 
 
 async def test_handoffs_found_by_content_or_terms_come_back_with_the_same_row(db: Database) -> None:
     await add(db, "a", age_days=3, projects=["/src/macupos"], keywords=["sqlite", "wal"], body="the frobnicator")
     await add(db, "b", age_days=1, keywords=["frobnicator"])
-    by_content = await retrieve(db.conn, "frobnicator", as_of=NOW)
-    by_terms = await retrieve(db.conn, "frobnicator", as_of=NOW, content_weight=0)
+    by_content = await retrieve(db, "frobnicator", as_of=NOW)
+    by_terms = await retrieve(db, "frobnicator", as_of=NOW, content_weight=0)
     rows = {r.session_id: r for r in [*by_content, *by_terms]}
     assert {r.session_id for r in by_content} == {"a", "b"} and ids(by_terms) == ["b"]
     a = rows["a"]
@@ -231,7 +231,7 @@ async def test_content_is_added_after_recency_so_old_details_are_not_decayed(db:
     await add(db, "old", age_days=200, keywords=["misc"], body="we met at the frobnicator festival")
     await add(db, "new", age_days=1, keywords=["frobnicator"], body="nothing of note")
     await add(db, "x", age_days=2, keywords=["other"], body="other things")
-    old, new = await retrieve(db.conn, "frobnicator", as_of=NOW, content_weight=10.0)
+    old, new = await retrieve(db, "frobnicator", as_of=NOW, content_weight=10.0)
     assert old.session_id == "old" and old.score == pytest.approx(10.0)  # 0.5^((200-14)/7) would crush it
     assert new.score == pytest.approx(2 * math.log(3) * recency_factor(1, 14))
 
@@ -240,7 +240,7 @@ async def test_content_weighs_whole_session_and_best_window(db: Database) -> Non
     turns = "".join(f"## User · 10:0{i}:00\n\nturn {i} {'zebra' if i == 5 else 'filler'}\n\n" for i in range(8))
     await add(db, "long", age_days=30, keywords=["a"], body="# t\n\n- started: 2026-01-30 10:00:00\n\n" + turns)
     await add(db, "short", age_days=30, keywords=["b"], body="zebra zebra here")
-    got = await retrieve(db.conn, "zebra", as_of=NOW, content_weight=10.0, session_share=0.5)
+    got = await retrieve(db, "zebra", as_of=NOW, content_weight=10.0, session_share=0.5)
     by = {r.session_id: r for r in got}
     for r in got:
         c = r.explanation.content_term
@@ -250,7 +250,7 @@ async def test_content_weighs_whole_session_and_best_window(db: Database) -> Non
     assert by["short"].score == pytest.approx(10.0)  # best in both
     text = explain_text(got)
     assert "content +10.0000 = 10 × (0.5 × session bm25" in text and "words: zebra" in text
-    assert [r.session_id for r in await retrieve(db.conn, "friday january", as_of=NOW)] == ["long"]  # date words
+    assert [r.session_id for r in await retrieve(db, "friday january", as_of=NOW)] == ["long"]  # date words
 
 
 async def test_content_words_in_too_many_windows_are_ignored(db: Database) -> None:
@@ -259,9 +259,9 @@ async def test_content_words_in_too_many_windows_are_ignored(db: Database) -> No
             await index.index_content(conn, session_id=f"h{i}", kind="main", parent_id="", body="common words")
     await add(db, "a", age_days=1, keywords=["k"], body="common")
     await add(db, "b", age_days=2, keywords=["j"], body="rare")
-    [top, *_] = await retrieve(db.conn, "common", as_of=NOW)
+    [top, *_] = await retrieve(db, "common", as_of=NOW)
     assert top.explanation.fallback
-    [hit] = await retrieve(db.conn, "rare", as_of=NOW)
+    [hit] = await retrieve(db, "rare", as_of=NOW)
     assert hit.session_id == "b"
 
 
@@ -393,7 +393,7 @@ async def test_pruned_top_k_equals_brute_force(
             await add(database, d.sid, age_days=d.age, projects=d.projects, keywords=d.keywords,
                       substance=d.substance, kind=d.kind, duration_min=d.duration, body=d.body)  # fmt: skip
         as_of = NOW - timedelta(days=as_of_days)
-        got = await retrieve(database.conn, query, project=project, as_of=as_of, days_back=days_back, max_k=k,
+        got = await retrieve(database, query, project=project, as_of=as_of, days_back=days_back, max_k=k,
                              chunk_rows=chunk, content_weight=content_weight)  # fmt: skip
         want = await brute_force(database.conn, docs, query, project, as_of.timestamp(), days_back, k, content_weight)
         event("matched" if want else "fallback")
@@ -425,9 +425,9 @@ async def test_pruning_reads_few_postings_of_a_common_term(db: Database) -> None
                 conn, session_id=f"h{i:03d}", ts=ts, projects=[], keywords=keywords, substance=1, kind="main"
             )
     traced: list[str] = []
-    await db.conn.set_trace_callback(traced.append)
-    got = await retrieve(db.conn, "common", as_of=NOW, chunk_rows=16)
-    await db.conn.set_trace_callback(None)  # type: ignore[arg-type]
+    await db.read(lambda conn: conn.set_trace_callback(traced.append))
+    got = await retrieve(db, "common", as_of=NOW, chunk_rows=16)
+    await db.read(lambda conn: conn.set_trace_callback(None))
     assert ids(got) == ["h000", "h002", "h004", "h006", "h008"]
     assert len([s for s in traced if "postings" in s]) <= 3
 
@@ -438,11 +438,11 @@ async def test_pruning_reads_few_postings_of_a_common_term(db: Database) -> None
 async def test_explain_names_terms_idf_and_factors(db: Database) -> None:
     await add(db, "a", age_days=4, projects=["eywa"], keywords=["sqlite"], duration_min=30)
     await add(db, "b", keywords=["misc"])
-    text = explain_text(await retrieve(db.conn, "eywa sqlite", as_of=NOW))
+    text = explain_text(await retrieve(db, "eywa sqlite", as_of=NOW))
     assert "1. a  score" in text
     assert "project 'eywa': df 1/2, idf 0.6931, weight 3 × 0.6931 = 2.0794" in text
     assert "recency 1.5000 (age 4.00 d)" in text and "duration 1.3434 (30 min)" in text
-    assert "most recent" in explain_text(await retrieve(db.conn, "", as_of=NOW))
+    assert "most recent" in explain_text(await retrieve(db, "", as_of=NOW))
     assert explain_text([]) == "no handoffs"
 
 
@@ -450,7 +450,7 @@ async def test_grounding_text_strips_frontmatter_and_joins_with_rules(db: Databa
     await add(db, "a", age_days=1, keywords=["sqlite"])
     await add(db, "b", age_days=2, keywords=["sqlite"])
     await add(db, "c", age_days=3, keywords=["misc"])
-    results = await retrieve(db.conn, "sqlite", as_of=NOW)
+    results = await retrieve(db, "sqlite", as_of=NOW)
     markdowns = {"a": "---\nsession_id: a\nkeywords: [sqlite]\n---\n# A\n\nbody a\n", "b": "# B\n"}
     text = grounding_text(results, markdowns)
     head, rest = text.split("\n\n", 1)

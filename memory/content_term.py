@@ -1,0 +1,121 @@
+"""The content term of a handoff's score: bm25 over what was said, the whole session and its windows.
+
+content = weight × (share × S / max S + (1 − share) × B / max B), where S is −bm25 of the session's whole
+text over the query words (the best of the session and its subagents') and B the sum of its best
+``top`` windows' −bm25; maxima over the visible handoffs of this query (docs/retrieval.md, "Content
+term"). FTS5's bm25 of an OR query is the sum of its per-word values, so each word is probed alone and
+the values summed. A word counts only if it is in at most ``CONTENT_DF_CAP`` windows: a bound on the
+work per word (counting stops at CAP + 1); bm25's own IDF does the weighting.
+
+Runs on the read connection's thread (:meth:`memory.db.Database.read`).
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memory.topk import Candidate, TopK
+
+__all__ = ["CONTENT_DF_CAP", "ContentProbe", "ContentTerm", "fts_quote"]
+
+# Above LoCoMo's largest window count per conversation (179), so it never bites there.
+CONTENT_DF_CAP = 200
+
+_GATE_SQL = "SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH ? LIMIT ?)"
+# CROSS JOIN keeps FTS5 as the outer loop: each matching window, then its chunks row by primary key, which
+# names the credited handoff, its session's content row, and the handoff's posted date and duration.
+_WINDOWS_SQL = (
+    "SELECT c.handoff_id, c.id, c.row, c.ts, c.dur, bm25(chunk_fts) FROM chunk_fts"
+    " CROSS JOIN chunks AS c ON c.id = chunk_fts.rowid WHERE chunk_fts MATCH ?"
+)
+_WHOLE_SQL = "SELECT rowid, bm25(content) FROM content WHERE content MATCH ?"
+
+
+def fts_quote(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True, slots=True)
+class ContentTerm:
+    """The parts of a handoff's content term (bm25 values negated: higher is better)."""
+
+    weight: float
+    session_share: float
+    session_bm25: float  # its whole text (the best of it and its subagents'), over the query words
+    best_session_bm25: float  # the best of any visible handoff
+    top_chunks: int
+    chunk_bm25: float  # the sum of its best `top_chunks` windows
+    best_chunk_bm25: float
+    words: tuple[str, ...]  # the query words that counted (in at most CONTENT_DF_CAP windows)
+
+
+class ContentProbe:
+    """Content matches of one query, read with one statement per word and table, credited to handoffs (a
+    subagent's text to its parent) and kept when the handoff is visible: posted, dated within
+    [horizon, now]."""
+
+    def __init__(self, conn: sqlite3.Connection, words: list[str], *, whole: bool, now: float, horizon: float) -> None:
+        self.windows: dict[tuple[str, int], float] = {}
+        self.whole: dict[tuple[str, int], float] = {}
+        self.where: dict[str, tuple[float, float]] = {}  # visible handoff -> (ts, duration)
+        self.counted: list[int] = []  # the words (indexes) under the cap that matched a visible handoff
+        execute = conn.execute
+        for w, word in enumerate(words):
+            q = fts_quote(word)
+            gate = execute(_GATE_SQL, (q, CONTENT_DF_CAP + 1)).fetchone()
+            if gate is None or gate[0] > CONTENT_DF_CAP:
+                continue
+            # A word found in a session's whole text is found in one of its windows too (the windows cut
+            # the body at line starts, so no word straddles two): the windows say whose each row is.
+            credited: dict[int, str] = {}
+            windows, where = self.windows, self.where
+            for hid, cid, row, ts, dur, b in execute(_WINDOWS_SQL, (q,)):
+                if ts is None or not horizon <= ts <= now:
+                    continue
+                where[hid] = (ts, dur)
+                credited[row] = hid
+                windows[(hid, cid)] = windows.get((hid, cid), 0.0) - b
+            if credited:
+                self.counted.append(w)
+            if whole and credited:
+                sessions = self.whole
+                for row, b in execute(_WHOLE_SQL, (q,)):
+                    hid = credited.get(row)
+                    if hid is not None:
+                        sessions[(hid, row)] = sessions.get((hid, row), 0.0) - b
+
+    def score(
+        self, search: TopK, weight: float, share: float, top: int, words: list[str]
+    ) -> Callable[[Candidate], ContentTerm]:
+        """Set every matched visible handoff's content term; return the explainer of a handoff's term."""
+        # Maxima and fsum do not depend on the order the rows came in: no sorting needed for exact sums.
+        per_window: dict[str, list[float]] = {}
+        for (sid, _), b in self.windows.items():
+            per_window.setdefault(sid, []).append(b)
+        whole: dict[str, float] = {}
+        for (sid, _), b in self.whole.items():
+            if b > whole.get(sid, 0.0):
+                whole[sid] = b
+        # Every visible handoff here has a window or a session row: one candidate each, its parts set once.
+        parts = []
+        for sid, (ts, dur) in self.where.items():
+            d = search.doc(sid, ts, dur)
+            bs = per_window.get(sid)
+            d.chunks = (sorted(bs, reverse=True)[:top] if top > 1 else [max(bs)]) if bs else None
+            d.session_bm25 = whole.get(sid, 0.0)
+            parts.append((d, math.fsum(d.chunks or ())))
+        best_c = max((c for _, c in parts), default=0.0)
+        best_s = max((d.session_bm25 for d, _ in parts), default=0.0)
+        for d, chunks in parts:
+            c = chunks / best_c if best_c > 0 else 0.0
+            s = d.session_bm25 / best_s if best_s > 0 else 0.0
+            d.content = weight * (share * s + (1.0 - share) * c)
+        used = tuple(words[w] for w in self.counted)
+
+        def term(d: Candidate) -> ContentTerm:
+            return ContentTerm(weight, share, d.session_bm25, best_s, top, math.fsum(d.chunks or ()), best_c, used)
+
+        return term
