@@ -1,7 +1,8 @@
 """Retrieval quality on LoCoMo: session recall@1/5/10, ours vs SQLite FTS5 bm25() over raw session text.
 
     .venv/bin/python -m bench.locomo [--data PATH] [--content-weight W] [--session-share S] [--top-chunks M]
-    .venv/bin/python -m bench.locomo --loo     # leave-one-conversation-out over a grid of W, S, M
+                                     [--date-weight D] [--date-days T] [--content-df-cap N]
+    .venv/bin/python -m bench.locomo --loo     # leave-one-conversation-out over a grid of W, S, M, D
 
 Each LoCoMo session becomes a Claude Code transcript (speaker A as the user, speaker B as the
 assistant; one minute per turn from the session's `session_N_date_time`) and goes through the public
@@ -34,7 +35,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 KS = (1, 5, 10)
-GRID = {"content_weight": (10.0, 20.0, 50.0, 1e6), "session_share": (0.0, 0.25, 0.5, 0.75), "top_chunks": (1, 2, 3)}
+GRID = {
+    "content_weight": (10.0, 20.0, 50.0, 1e6),
+    "session_share": (0.0, 0.25, 0.5, 0.75),
+    "top_chunks": (1, 2, 3),
+    "date_weight": (0.0, 0.5, 1.0, 2.0),
+}
 
 
 def session_date(text: str) -> datetime:
@@ -162,6 +168,9 @@ def main() -> None:
     ap.add_argument("--content-weight", type=float, default=None, help="override retrieve()'s default")
     ap.add_argument("--session-share", type=float, default=None, help="override retrieve()'s default")
     ap.add_argument("--top-chunks", type=int, default=None, help="override retrieve()'s default")
+    ap.add_argument("--content-df-cap", type=int, default=None, help="override retrieve()'s default")
+    ap.add_argument("--date-weight", type=float, default=None, help="override retrieve()'s default")
+    ap.add_argument("--date-days", type=float, default=None, help="override retrieve()'s default")
     ap.add_argument("--loo", action="store_true", help="leave-one-conversation-out over the parameter grid")
     args = ap.parse_args()
     overrides = {
@@ -170,11 +179,16 @@ def main() -> None:
             ("content_weight", args.content_weight),
             ("session_share", args.session_share),
             ("top_chunks", args.top_chunks),
+            ("content_df_cap", args.content_df_cap),
+            ("date_weight", args.date_weight),
+            ("date_days", args.date_days),
         )
         if v is not None
     }
     grid = [dict(zip(GRID, values, strict=True)) for values in itertools.product(*GRID.values())]
-    settings = [overrides, *grid] if args.loo else [overrides]
+    # Overrides of what the grid does not vary (say --content-df-cap) hold for every grid point too.
+    fixed = {k: v for k, v in overrides.items() if k not in GRID}
+    settings = [overrides, *({**fixed, **g} for g in grid)] if args.loo else [overrides]
     samples = json.loads(args.data.read_text())
     all_ours: list[list[float]] = []
     all_base: list[list[float]] = []

@@ -1,22 +1,24 @@
 """The content term of a handoff's score: bm25 over what was said, the whole session and its windows.
 
-content = weight × (share × S / max S + (1 − share) × B / max B), where S is −bm25 of the session's whole
-text over the query words (the best of the session and its subagents') and B the sum of its best
-``top`` windows' −bm25; maxima over the visible handoffs of this query (docs/retrieval.md, "Content
-term"). FTS5's bm25 of an OR query is the sum of its per-word values, so each word is probed alone and
+content = weight × (share × S / max S + (1 − share) × B / max B + date_weight × D), where S is −bm25 of
+the session's whole text over the query words (the best of the session and its subagents'), B the sum of
+its best ``top`` windows' −bm25 (maxima over the visible handoffs of this query), and D how near its
+date is to a date the query names (:mod:`memory.query_dates`; 0 when it names none). docs/retrieval.md,
+"Content term". FTS5's bm25 of an OR query is the sum of its per-word values, so each word is probed alone and
 the values summed. A word counts only if it is in at most ``CONTENT_DF_CAP`` windows: a bound on the
 work per word (counting stops at CAP + 1); bm25's own IDF does the weighting.
 
-Runs on the read connection's thread (:meth:`memory.db.Database.read`).
+Runs inside :meth:`memory.db.Database.read`, on the read connection.
 """
 
 from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from memory.query_dates import NamedDate, date_match
 from memory.topk import Candidate, TopK
 
 __all__ = ["CONTENT_DF_CAP", "ContentProbe", "ContentTerm", "fts_quote"]
@@ -50,6 +52,8 @@ class ContentTerm:
     chunk_bm25: float  # the sum of its best `top_chunks` windows
     best_chunk_bm25: float
     words: tuple[str, ...]  # the query words that counted (in at most CONTENT_DF_CAP windows)
+    date_weight: float = 0.0
+    date: float = 0.0  # how near its date is to a date the query names, in [0, 1] (0: the query names none)
 
 
 class ContentProbe:
@@ -57,7 +61,16 @@ class ContentProbe:
     subagent's text to its parent) and kept when the handoff is visible: posted, dated within
     [horizon, now]."""
 
-    def __init__(self, conn: sqlite3.Connection, words: list[str], *, whole: bool, now: float, horizon: float) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        words: list[str],
+        *,
+        whole: bool,
+        now: float,
+        horizon: float,
+        cap: int = CONTENT_DF_CAP,
+    ) -> None:
         self.windows: dict[tuple[str, int], float] = {}
         self.whole: dict[tuple[str, int], float] = {}
         self.where: dict[str, tuple[float, float]] = {}  # visible handoff -> (ts, duration)
@@ -65,8 +78,8 @@ class ContentProbe:
         execute = conn.execute
         for w, word in enumerate(words):
             q = fts_quote(word)
-            gate = execute(_GATE_SQL, (q, CONTENT_DF_CAP + 1)).fetchone()
-            if gate is None or gate[0] > CONTENT_DF_CAP:
+            gate = execute(_GATE_SQL, (q, cap + 1)).fetchone()
+            if gate is None or gate[0] > cap:
                 continue
             # A word found in a session's whole text is found in one of its windows too (the windows cut
             # the body at line starts, so no word straddles two): the windows say whose each row is.
@@ -88,9 +101,21 @@ class ContentProbe:
                         sessions[(hid, row)] = sessions.get((hid, row), 0.0) - b
 
     def score(
-        self, search: TopK, weight: float, share: float, top: int, words: list[str]
+        self,
+        search: TopK,
+        weight: float,
+        share: float,
+        top: int,
+        words: list[str],
+        dates: Sequence[NamedDate] = (),
+        date_weight: float = 0.0,
+        date_days: float = 7.0,
     ) -> Callable[[Candidate], ContentTerm]:
-        """Set every matched visible handoff's content term; return the explainer of a handoff's term."""
+        """Set every matched visible handoff's content term; return the explainer of a handoff's term.
+
+        When the query names dates, each of these handoffs also gains weight × date_weight × date match: it
+        goes only to handoffs content touched, so an unseen handoff still has no content (the pruning bound).
+        """
         # Maxima and fsum do not depend on the order the rows came in: no sorting needed for exact sums.
         per_window: dict[str, list[float]] = {}
         for (sid, _), b in self.windows.items():
@@ -99,6 +124,8 @@ class ContentProbe:
         for (sid, _), b in self.whole.items():
             if b > whole.get(sid, 0.0):
                 whole[sid] = b
+        named = list(dates) if date_weight > 0 else []
+        near: dict[str, float] = {}
         # Every visible handoff here has a window or a session row: one candidate each, its parts set once.
         parts = []
         for sid, (ts, dur) in self.where.items():
@@ -106,16 +133,21 @@ class ContentProbe:
             bs = per_window.get(sid)
             d.chunks = (sorted(bs, reverse=True)[:top] if top > 1 else [max(bs)]) if bs else None
             d.session_bm25 = whole.get(sid, 0.0)
-            parts.append((d, math.fsum(d.chunks or ())))
-        best_c = max((c for _, c in parts), default=0.0)
-        best_s = max((d.session_bm25 for d, _ in parts), default=0.0)
-        for d, chunks in parts:
+            parts.append((sid, d, math.fsum(d.chunks or ())))
+            if named:
+                near[sid] = date_match(ts, named, date_days)
+        best_c = max((c for _, _, c in parts), default=0.0)
+        best_s = max((d.session_bm25 for _, d, _ in parts), default=0.0)
+        for sid, d, chunks in parts:
             c = chunks / best_c if best_c > 0 else 0.0
             s = d.session_bm25 / best_s if best_s > 0 else 0.0
-            d.content = weight * (share * s + (1.0 - share) * c)
+            d.content = weight * (share * s + (1.0 - share) * c + date_weight * near.get(sid, 0.0))
         used = tuple(words[w] for w in self.counted)
+        dw = date_weight if named else 0.0
 
         def term(d: Candidate) -> ContentTerm:
-            return ContentTerm(weight, share, d.session_bm25, best_s, top, math.fsum(d.chunks or ()), best_c, used)
+            date = date_match(d.ts, named, date_days) if named else 0.0
+            chunks = math.fsum(d.chunks or ())
+            return ContentTerm(weight, share, d.session_bm25, best_s, top, chunks, best_c, used, dw, date)
 
         return term

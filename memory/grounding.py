@@ -103,6 +103,8 @@ def explain_text(results: Sequence[ScoredHandoff]) -> str:
             lines.append(
                 f"   content +{e.content:.4f} = {c.weight:g} × ({c.session_share:g} × session bm25 "
                 f"{c.session_bm25:.3f}/{c.best_session_bm25:.3f} + {1 - c.session_share:g} × top-{c.top_chunks} "
-                f"window bm25 {c.chunk_bm25:.3f}/{c.best_chunk_bm25:.3f}); words: {', '.join(c.words)}"
+                f"window bm25 {c.chunk_bm25:.3f}/{c.best_chunk_bm25:.3f}"
+                + (f" + {c.date_weight:g} × date match {c.date:.3f}" if c.date_weight else "")
+                + f"); words: {', '.join(c.words)}"
             )
     return "\n".join(lines)

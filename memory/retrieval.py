@@ -5,9 +5,9 @@ score = (Σ matched term weights) × recency(age) × duration boost + content te
 is bm25 over what was said (whole session and windows of turns), not decayed. docs/retrieval.md has the
 whole formula, the pruning argument and the measured quality and latency.
 
-A query is one call into the read connection's thread (:meth:`memory.db.Database.read`): every statement
-it makes (N and df, the first postings of each list, the content probes, the pruning rounds, the rows
-shown) runs there back to back, in one read transaction, so the answer is one snapshot and costs one
+A query is one call of :meth:`memory.db.Database.read`: every statement it makes (N and df, the first
+postings of each list, the content probes, the pruning rounds, the rows shown) runs back to back on the
+read connection, in one read transaction, so the answer is one snapshot and no statement waits for a
 thread hop. :mod:`memory.topk` holds the pruning, :mod:`memory.content_term` the content term.
 """
 
@@ -27,12 +27,15 @@ import aiosqlite
 from memory.content_term import CONTENT_DF_CAP, ContentProbe, ContentTerm, fts_quote
 from memory.db import Database
 from memory.index import FIELD_DOC, FIELD_KEYWORD, FIELD_PROJECT
+from memory.query_dates import NamedDate, query_dates
 from memory.tokenize import project_terms, query_terms, tokenize
 from memory.topk import DAY_S, PostingList, TopK, duration_boost, recency_factor
 
 __all__ = [
     "CONTENT_DF_CAP",
     "DEFAULT_CONTENT_WEIGHT",
+    "DEFAULT_DATE_DAYS",
+    "DEFAULT_DATE_WEIGHT",
     "DEFAULT_K",
     "DEFAULT_SESSION_SHARE",
     "DEFAULT_TOP_CHUNKS",
@@ -56,6 +59,12 @@ _FIELD_NAMES = {FIELD_PROJECT: "project", FIELD_KEYWORD: "keyword"}
 DEFAULT_CONTENT_WEIGHT = 50.0
 DEFAULT_SESSION_SHARE = 0.5
 DEFAULT_TOP_CHUNKS = 1
+# The date term (docs/retrieval.md, "Date term"): a query naming a date ("on 3 June, 2023", "in May") adds
+# weight × DATE_WEIGHT × exp(−d / DATE_DAYS) to each handoff content touched, d = days from its date to that
+# day or month. 1.0: a session of that date with any content match ranks with the best content match; a
+# week: "on 3 June" also finds the session of 5 June. Chosen on LoCoMo, confirmed leave-one-out.
+DEFAULT_DATE_WEIGHT = 1.0
+DEFAULT_DATE_DAYS = 7.0
 _MAX_CONTENT_WORDS = 16
 FIRST_CHUNK = 64  # postings read per list before switching to time slabs
 _MAX_QUERY_TERMS = 32
@@ -118,6 +127,10 @@ class _Query:
     session_share: float
     top_chunks: int
     chunk: int
+    cap: int
+    dates: tuple[NamedDate, ...]
+    date_weight: float
+    date_days: float
 
 
 def _epoch(as_of: datetime | None) -> float:
@@ -139,6 +152,9 @@ async def retrieve(
     session_share: float = DEFAULT_SESSION_SHARE,
     top_chunks: int = DEFAULT_TOP_CHUNKS,
     chunk_rows: int = FIRST_CHUNK,
+    content_df_cap: int = CONTENT_DF_CAP,
+    date_weight: float = DEFAULT_DATE_WEIGHT,
+    date_days: float = DEFAULT_DATE_DAYS,
 ) -> list[ScoredHandoff]:
     """The top ``max_k`` handoffs for ``query`` (``project``'s terms join the query).
 
@@ -165,6 +181,10 @@ async def retrieve(
         session_share=min(1.0, max(0.0, session_share)),
         top_chunks=max(1, top_chunks),
         chunk=max(1, chunk_rows),
+        cap=max(0, content_df_cap),
+        dates=tuple(query_dates(query)) if content_weight > 0 and date_weight > 0 else (),
+        date_weight=max(0.0, date_weight),
+        date_days=max(0.0, date_days),
     )
     return await db.read(functools.partial(_evaluate, q=q))
 
@@ -218,8 +238,10 @@ def _evaluate(conn: sqlite3.Connection, q: _Query) -> list[ScoredHandoff]:
         chunk=q.chunk,
     )
     search.read_first()
-    probe = ContentProbe(conn, list(q.words), whole=q.session_share > 0, now=q.now, horizon=q.horizon)
-    term = probe.score(search, q.content_weight, q.session_share, q.top_chunks, list(q.words))
+    probe = ContentProbe(conn, list(q.words), whole=q.session_share > 0, now=q.now, horizon=q.horizon, cap=q.cap)
+    term = probe.score(
+        search, q.content_weight, q.session_share, q.top_chunks, list(q.words), q.dates, q.date_weight, q.date_days
+    )
     ranked = search.run()
 
     if not ranked:

@@ -8,8 +8,8 @@ handoffs seen in rare lists but not yet in common ones are completed by looking 
 directly. So a common word costs a few hundred postings, not all of them, and the result is the one
 exhaustive scoring gives (tests/memory/test_retrieval.py checks it against brute force).
 
-Runs on the read connection's thread (:meth:`memory.db.Database.read`): plain ``sqlite3``, one statement
-per step, no thread hop between them.
+Runs inside :meth:`memory.db.Database.read`: plain ``sqlite3`` on the read connection, one statement per
+step.
 """
 
 from __future__ import annotations
@@ -137,10 +137,21 @@ class TopK:
         return total
 
     def _add_rows(self, i: int, rows: Iterable[tuple[float, str, float]]) -> None:
-        docs, doc, bit, added = self.docs, self.doc, 1 << i, 0
+        # The per-posting path: doc() inlined (recency_factor's arithmetic, bit for bit), one dict probe a row.
+        docs, pending, boosts, bit, added = self.docs, self.pending, self._boosts, 1 << i, 0
+        now, window = self.now, self.window
         for ts, sid, dur in rows:
-            d = docs.get(sid) or doc(sid, ts, dur)
-            if not d.mask & bit:  # a row at a slab boundary can be read twice
+            d = docs.get(sid)
+            if d is None:
+                boost = boosts.get(dur)
+                if boost is None:
+                    boost = boosts[dur] = duration_boost(dur)
+                a = max(1.0, (now - ts) / DAY_S)
+                recency = 1.0 + 1.0 / math.sqrt(a) if a <= window else 0.5 ** ((a - window) / 7.0)
+                docs[sid] = Candidate(ts, dur, recency, boost, bit)
+                pending.add(sid)
+                added += 1
+            elif not d.mask & bit:  # a row at a slab boundary can be read twice
                 d.mask |= bit
                 added += 1
         self.lists[i].fetched += added
@@ -184,14 +195,18 @@ class TopK:
         # Seen but incomplete, with what they have plus the unfinished lists that can still reach them:
         # rather than read common lists down to them, look their postings up directly.
         blockers = []
+        unfinished = [(1 << i, lst.lo, lst.weight) for i, lst in enumerate(self.lists) if not lst.done]
+        everything = sum(w for _, _, w in unfinished)  # ≥ any subset's sum: a cheap first test
         for sid in self.pending:
             doc = docs[sid]
-            extra = sum(
-                lst.weight
-                for i, lst in enumerate(self.lists)
-                if not lst.done and lst.lo >= doc.ts and not doc.mask >> i & 1
-            )
-            if (self.base(doc) + extra) * doc.recency * doc.boost + doc.content >= kth:
+            base = self.base(doc)
+            if (base + everything) * doc.recency * doc.boost + doc.content < kth:
+                continue
+            extra = 0.0
+            for bit, lo, weight in unfinished:
+                if lo >= doc.ts and not doc.mask & bit:
+                    extra += weight
+            if (base + extra) * doc.recency * doc.boost + doc.content >= kth:
                 blockers.append(sid)
         return blockers or None
 

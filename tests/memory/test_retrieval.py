@@ -18,9 +18,12 @@ from hypothesis import strategies as st
 from memory import index
 from memory.db import Database
 from memory.grounding import explain_text, grounding_text, recalled_block
+from memory.query_dates import NamedDate, date_match, query_dates
 from memory.retrieval import (
     CONTENT_DF_CAP,
     DEFAULT_CONTENT_WEIGHT,
+    DEFAULT_DATE_DAYS,
+    DEFAULT_DATE_WEIGHT,
     DEFAULT_SESSION_SHARE,
     ScoredHandoff,
     duration_boost,
@@ -251,6 +254,40 @@ async def test_content_weighs_whole_session_and_best_window(db: Database) -> Non
     text = explain_text(got)
     assert "content +10.0000 = 10 × (0.5 × session bm25" in text and "words: zebra" in text
     assert [r.session_id for r in await retrieve(db, "friday january", as_of=NOW)] == ["long"]  # date words
+
+
+async def test_a_named_date_lifts_the_sessions_of_that_day_among_content_matches(db: Database) -> None:
+    # Same words; NOW is 1 March 2026. "a" is of 27 February, "b" of 10 February, "c" has no word of the query.
+    await add(db, "a", age_days=2, keywords=["x"], body="we talked about the garden")
+    await add(db, "b", age_days=19, keywords=["y"], body="we talked about the garden again and the garden")
+    await add(db, "c", age_days=2, keywords=["z"], body="nothing")
+    assert ids(await retrieve(db, "garden", as_of=NOW))[0] == "b"  # more of it: the better content match
+    got = await retrieve(db, "what about the garden on 27 February, 2026?", as_of=NOW)
+    assert ids(got) == ["a", "b"]  # the date goes only to what content touched: "c" gains nothing
+    a = got[0].explanation.content_term
+    assert a is not None and (a.date_weight, a.date) == (DEFAULT_DATE_WEIGHT, 1.0)
+    b = got[1].explanation.content_term
+    assert b is not None and b.date == pytest.approx(math.exp(-16.5 / DEFAULT_DATE_DAYS))  # 10 Feb, noon
+    assert "1 × date match 1.000" in explain_text(got)
+    assert ids(await retrieve(db, "garden on 27 February, 2026", as_of=NOW, date_weight=0))[0] == "b"
+
+
+def test_query_dates_reads_days_months_and_iso_dates_but_not_the_verb_may() -> None:
+    assert query_dates("When did she go to the park on 16 June, 2023?") == [NamedDate(2023, 6, 16)]
+    assert query_dates("what happened June 3rd and 2024-01-31") == [NamedDate(2024, 1, 31), NamedDate(None, 6, 3)]
+    assert query_dates("plans for May 2023 or in march") == [NamedDate(2023, 5, None), NamedDate(None, 3, None)]
+    assert query_dates("may I ask what we did, 99 problems") == []
+    assert query_dates("on 31 2023-13-40") == []
+
+
+def test_date_match_is_one_inside_the_day_or_month_and_decays_by_distance() -> None:
+    ts = datetime(2023, 6, 16, 15, 0, tzinfo=UTC).timestamp()
+    assert date_match(ts, [NamedDate(2023, 6, 16)], 7.0) == 1.0
+    assert date_match(ts, [NamedDate(None, 6, None)], 7.0) == 1.0  # no year: the nearest year
+    assert date_match(ts, [NamedDate(2023, 6, 23)], 7.0) == pytest.approx(math.exp(-(7 - 15 / 24) / 7))
+    assert date_match(ts, [NamedDate(2023, 6, 23), NamedDate(2023, 6, 17)], 0.0) == 0.0  # scale 0: inside only
+    assert date_match(ts, [NamedDate(2023, 2, 30)], 7.0) == 0.0  # not a calendar date
+    assert date_match(ts, [], 7.0) == 0.0
 
 
 async def test_content_words_in_too_many_windows_are_ignored(db: Database) -> None:
