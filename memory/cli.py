@@ -163,7 +163,11 @@ async def get_cmd(
     explain: bool,
     queries: Any,
 ) -> None:
-    """Print the grounding for QUERY: the best past handoffs, without frontmatter, joined by ---."""
+    """Print the grounding for QUERY: the best past handoffs, without frontmatter, joined by ---.
+
+    A date named in QUERY ("on 3 June", "in May 2024", "2024-06-03") favours the sessions of that day
+    or month among those whose text matches.
+    """
     from memory.grounding import explain_text
 
     if queries is not None:

@@ -126,7 +126,6 @@ class ContentProbe:
             if b > whole.get(sid, 0.0):
                 whole[sid] = b
         named = list(dates) if date_weight > 0 else []
-        near: dict[str, float] = {}
         # Every visible handoff here has a window or a session row: one candidate each, its parts set once.
         parts = []
         for sid, (ts, dur) in self.where.items():
@@ -134,21 +133,19 @@ class ContentProbe:
             bs = per_window.get(sid)
             d.chunks = (sorted(bs, reverse=True)[:top] if top > 1 else [max(bs)]) if bs else None
             d.session_bm25 = whole.get(sid, 0.0)
-            parts.append((sid, d, math.fsum(d.chunks or ())))
-            if named:
-                near[sid] = date_match(ts, named, date_days)
-        best_c = max((c for _, _, c in parts), default=0.0)
-        best_s = max((d.session_bm25 for _, d, _ in parts), default=0.0)
-        for sid, d, chunks in parts:
+            d.date = date_match(ts, named, date_days) if named else 0.0
+            parts.append((d, math.fsum(d.chunks or ())))
+        best_c = max((c for _, c in parts), default=0.0)
+        best_s = max((d.session_bm25 for d, _ in parts), default=0.0)
+        for d, chunks in parts:
             c = chunks / best_c if best_c > 0 else 0.0
             s = d.session_bm25 / best_s if best_s > 0 else 0.0
-            d.content = weight * (share * s + (1.0 - share) * c + date_weight * near.get(sid, 0.0))
+            d.content = weight * (share * s + (1.0 - share) * c + date_weight * d.date)
         used = tuple(words[w] for w in self.counted)
         dw = date_weight if named else 0.0
 
         def term(d: Candidate) -> ContentTerm:
-            date = date_match(d.ts, named, date_days) if named else 0.0
             chunks = math.fsum(d.chunks or ())
-            return ContentTerm(weight, share, d.session_bm25, best_s, top, chunks, best_c, used, dw, date)
+            return ContentTerm(weight, share, d.session_bm25, best_s, top, chunks, best_c, used, dw, d.date)
 
         return term

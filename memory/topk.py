@@ -57,6 +57,7 @@ class Candidate:
     content: float = 0.0
     session_bm25: float = 0.0
     chunks: list[float] | None = None  # -bm25 of its best windows
+    date: float = 0.0  # how near its date is to a date the query names (memory.query_dates)
 
 
 _FIRST_SQL = (
@@ -91,15 +92,12 @@ class TopK:
         self.docs: dict[str, Candidate] = {}
         self.pending: set[str] = set()
         self.scored: list[tuple[float, float, str]] = []  # (-score, -ts, session_id)
-        self._boosts: dict[float, float] = {}
 
     def doc(self, sid: str, ts: float, duration_min: float) -> Candidate:
         doc = self.docs.get(sid)
         if doc is None:
-            boost = self._boosts.get(duration_min)
-            if boost is None:
-                boost = self._boosts[duration_min] = duration_boost(duration_min)
-            doc = Candidate(ts, duration_min, recency_factor((self.now - ts) / DAY_S, self.window), boost)
+            age = (self.now - ts) / DAY_S
+            doc = Candidate(ts, duration_min, recency_factor(age, self.window), duration_boost(duration_min))
             self.docs[sid] = doc
             self.pending.add(sid)
         return doc
@@ -137,21 +135,10 @@ class TopK:
         return total
 
     def _add_rows(self, i: int, rows: Iterable[tuple[float, str, float]]) -> None:
-        # The per-posting path: doc() inlined (recency_factor's arithmetic, bit for bit), one dict probe a row.
-        docs, pending, boosts, bit, added = self.docs, self.pending, self._boosts, 1 << i, 0
-        now, window = self.now, self.window
+        bit, added = 1 << i, 0
         for ts, sid, dur in rows:
-            d = docs.get(sid)
-            if d is None:
-                boost = boosts.get(dur)
-                if boost is None:
-                    boost = boosts[dur] = duration_boost(dur)
-                a = max(1.0, (now - ts) / DAY_S)
-                recency = 1.0 + 1.0 / math.sqrt(a) if a <= window else 0.5 ** ((a - window) / 7.0)
-                docs[sid] = Candidate(ts, dur, recency, boost, bit)
-                pending.add(sid)
-                added += 1
-            elif not d.mask & bit:  # a row at a slab boundary can be read twice
+            d = self.doc(sid, ts, dur)
+            if not d.mask & bit:  # a row at a slab boundary can be read twice
                 d.mask |= bit
                 added += 1
         self.lists[i].fetched += added
