@@ -13,6 +13,7 @@ Runs inside :meth:`memory.db.Database.read`, on the read connection.
 
 from __future__ import annotations
 
+import heapq
 import math
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -112,35 +113,54 @@ class ContentProbe:
         date_weight: float = 0.0,
         date_days: float = 7.0,
     ) -> Callable[[Candidate], ContentTerm]:
-        """Set every matched visible handoff's content term; return the explainer of a handoff's term.
+        """Set the content term of every matched visible handoff that can still make the top k; return the
+        explainer of a handoff's term.
 
         When the query names dates, each of these handoffs also gains weight × date_weight × date match: it
         goes only to handoffs content touched, so an unseen handoff still has no content (the pruning bound).
+        A handoff whose content plus every query term at its own recency and duration stays below the k-th
+        best content score cannot make the top k; it gets no candidate (and would score no higher if a
+        posting list brought it in).
         """
         # Maxima and fsum do not depend on the order the rows came in: no sorting needed for exact sums.
         per_window: dict[str, list[float]] = {}
         for (sid, _), b in self.windows.items():
-            per_window.setdefault(sid, []).append(b)
+            bs = per_window.get(sid)
+            if bs is None:
+                per_window[sid] = [b]
+            elif top > 1:
+                bs.append(b)
+            elif b > bs[0]:  # one window counts: keep the best
+                bs[0] = b
+        if top > 1:
+            per_window = {sid: sorted(bs, reverse=True)[:top] for sid, bs in per_window.items()}
         whole: dict[str, float] = {}
         for (sid, _), b in self.whole.items():
             if b > whole.get(sid, 0.0):
                 whole[sid] = b
         named = list(dates) if date_weight > 0 else []
-        # Every visible handoff here has a window or a session row: one candidate each, its parts set once.
+        # Every visible handoff here has a window or a session row: its parts, computed once.
         parts = []
+        best_c = best_s = 0.0
         for sid, (ts, dur) in self.where.items():
+            chunks = per_window.get(sid)
+            c = (math.fsum(chunks) if top > 1 else chunks[0]) if chunks else 0.0
+            s = whole.get(sid, 0.0)
+            best_c, best_s = max(best_c, c), max(best_s, s)
+            parts.append((sid, ts, dur, chunks, c, s, date_match(ts, named, date_days) if named else 0.0))
+        values = []
+        for _, _, _, _, window, session, date in parts:
+            c = window / best_c if best_c > 0 else 0.0
+            s = session / best_s if best_s > 0 else 0.0
+            values.append(weight * (share * s + (1.0 - share) * c + date_weight * date))
+        best = heapq.nlargest(search.k, values)
+        floor = best[-1] if len(best) == search.k else 0.0
+        terms = math.fsum(search.weights) * (1.0 + 1e-9)  # ≥ any handoff's term sum, rounding included
+        for (sid, ts, dur, chunks, _, session, date), content in zip(parts, values, strict=True):
+            if content < floor and content + terms * search.multiplier(ts, dur) < floor:
+                continue
             d = search.doc(sid, ts, dur)
-            bs = per_window.get(sid)
-            d.chunks = (sorted(bs, reverse=True)[:top] if top > 1 else [max(bs)]) if bs else None
-            d.session_bm25 = whole.get(sid, 0.0)
-            d.date = date_match(ts, named, date_days) if named else 0.0
-            parts.append((d, math.fsum(d.chunks or ())))
-        best_c = max((c for _, c in parts), default=0.0)
-        best_s = max((d.session_bm25 for d, _ in parts), default=0.0)
-        for d, chunks in parts:
-            c = chunks / best_c if best_c > 0 else 0.0
-            s = d.session_bm25 / best_s if best_s > 0 else 0.0
-            d.content = weight * (share * s + (1.0 - share) * c + date_weight * d.date)
+            d.chunks, d.session_bm25, d.date, d.content = chunks, session, date, content
         used = tuple(words[w] for w in self.counted)
         dw = date_weight if named else 0.0
 

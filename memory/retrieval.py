@@ -237,11 +237,11 @@ def _evaluate(conn: sqlite3.Connection, q: _Query) -> list[ScoredHandoff]:
         max_duration=max_duration,
         chunk=q.chunk,
     )
-    search.read_first()
     probe = ContentProbe(conn, list(q.words), whole=q.session_share > 0, now=q.now, horizon=q.horizon, cap=q.cap)
     term = probe.score(
         search, q.content_weight, q.session_share, q.top_chunks, list(q.words), q.dates, q.date_weight, q.date_days
     )
+    search.read_first()  # after the content term: its best scores decide which lists need reading in order
     ranked = search.run()
 
     if not ranked:
@@ -292,7 +292,7 @@ def _json_list(raw: object) -> tuple[str, ...]:
         value = json.loads(str(raw))
     except ValueError:
         return ()
-    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+    return tuple(map(str, value)) if isinstance(value, list) else ()
 
 
 async def search_content(conn: aiosqlite.Connection, query: str, limit: int = 10) -> list[ContentHit]:

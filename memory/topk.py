@@ -8,6 +8,10 @@ handoffs seen in rare lists but not yet in common ones are completed by looking 
 directly. So a common word costs a few hundred postings, not all of them, and the result is the one
 exhaustive scoring gives (tests/memory/test_retrieval.py checks it against brute force).
 
+The content term comes first, and its k-th best score is a floor under the k-th best score: lists too
+light to lift a handoff over it on their own are only looked up, never read in order (MaxScore), and the
+rest are read no further back than the age at which every term together falls below it (read_first).
+
 Runs inside :meth:`memory.db.Database.read`: plain ``sqlite3`` on the read connection, one statement per
 step.
 """
@@ -20,7 +24,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["DAY_S", "Candidate", "PostingList", "TopK", "duration_boost", "recency_factor"]
+__all__ = ["DAY_S", "Candidate", "PostingList", "TopK", "age_below", "duration_boost", "recency_factor"]
 
 DAY_S = 86_400.0
 
@@ -29,6 +33,17 @@ def recency_factor(age_days: float, window_days: float) -> float:
     """1 + 1/sqrt(a) within the window, 0.5^((a − W)/7) beyond, with a = max(age, 1 day)."""
     a = max(1.0, age_days)
     return 1.0 + 1.0 / math.sqrt(a) if a <= window_days else 0.5 ** ((a - window_days) / 7.0)
+
+
+def age_below(factor: float, window_days: float) -> float:
+    """An age in days past which recency_factor stays below ``factor`` (recency only falls with age)."""
+    if factor > recency_factor(0.0, window_days):
+        return 0.0
+    if factor > 1.0:  # within the window: 1 + 1/sqrt(a) < factor past 1/(factor − 1)²; beyond it, at most 1
+        return min(1.0 / (factor - 1.0) ** 2, window_days)
+    if factor <= 0.0:
+        return math.inf
+    return window_days + 7.0 * math.log2(1.0 / factor)
 
 
 def duration_boost(minutes: float) -> float:
@@ -45,6 +60,7 @@ class PostingList:
     lo: float = math.inf  # every posting newer than lo has been read ...
     lo_incl: bool = False  # ... and those at lo too when set
     done: bool = False
+    lazy: bool = False  # never read in order, only looked up for candidates (TopK.read_first)
 
 
 @dataclass(slots=True)
@@ -92,6 +108,8 @@ class TopK:
         self.docs: dict[str, Candidate] = {}
         self.pending: set[str] = set()
         self.scored: list[tuple[float, float, str]] = []  # (-score, -ts, session_id)
+        self.since = -math.inf  # postings older than this make no new candidates (read_first)
+        self._sums: dict[int, float] = {}  # matched-lists mask -> their summed weight
 
     def doc(self, sid: str, ts: float, duration_min: float) -> Candidate:
         doc = self.docs.get(sid)
@@ -102,16 +120,50 @@ class TopK:
             self.pending.add(sid)
         return doc
 
+    def multiplier(self, ts: float, duration_min: float) -> float:
+        """recency × duration boost of a handoff dated ``ts``: what its term weights are multiplied by."""
+        return recency_factor((self.now - ts) / DAY_S, self.window) * duration_boost(duration_min)
+
     def read_first(self) -> None:
-        """The newest ``chunk`` postings of every list; a list shorter than that is done."""
+        """The newest postings of every list worth reading in order: ``chunk`` of them, or fewer when the
+        content term already says how far back a handoff can still make the top k.
+
+        Call it once the content term has made its candidates: the k-th best content score is a floor under
+        the k-th best score. Lists whose summed weight, at the best recency and duration boost any handoff
+        can have, stays below it cannot lift a handoff that only they match into the top k (MaxScore, as
+        search engines call it): they are not read in order, only looked up for the candidates that could
+        still make it. The other lists are read no further back than the age at which every list together
+        falls below the floor. A query about a rare detail costs a few lookups, not a few hundred postings.
+        """
+        contents = heapq.nlargest(self.k, (d.content for d in self.docs.values()))
+        floor = contents[-1] if len(contents) == self.k else 0.0
+        top = recency_factor(0.0, self.window) * self.top_boost * (1.0 + 1e-9)  # the margin absorbs rounding
+        total = 0.0
+        for lst in sorted(self.lists, key=lambda lst: lst.weight):
+            total += lst.weight
+            if total * top >= floor:
+                break
+            lst.lazy, lst.lo = True, self.now  # "read down to now": nothing read, every candidate open
+        since = self.horizon
+        if floor > 0.0 and self.lists:
+            # Older than `since`, a handoff scores below the floor unless it has content, and every handoff
+            # with content that could make the top k is a candidate already.
+            total = sum(self.weights) * self.top_boost * (1.0 + 1e-9)
+            since = max(since, self.now - age_below(floor / total, self.window) * DAY_S * (1.0 + 1e-9))
+            self.since = since
         for i, lst in enumerate(self.lists):
-            rows = self.conn.execute(_FIRST_SQL, (lst.field, lst.term, self.now, self.horizon, self.chunk)).fetchall()
+            if lst.lazy:
+                continue
+            # A list no longer than a chunk is read whole: one statement, and it is done.
+            start = since if lst.df > self.chunk else self.horizon
+            rows = self.conn.execute(_FIRST_SQL, (lst.field, lst.term, self.now, start, self.chunk)).fetchall()
             self._add_rows(i, rows)
-            if rows:
+            if lst.df <= self.chunk or lst.fetched >= lst.df or (len(rows) < self.chunk and start <= self.horizon):
+                lst.done, lst.lo = True, -math.inf
+            elif len(rows) < self.chunk:  # every posting down to `start` read
+                lst.lo, lst.lo_incl = start, True
+            else:
                 lst.lo = rows[-1][0]
-            lst.done = len(rows) < self.chunk or lst.fetched >= lst.df
-            if lst.done:
-                lst.lo = -math.inf
 
     def run(self) -> list[tuple[float, str]]:
         """Read, bound and complete until the top k is final; return it as (score, session_id), best first."""
@@ -125,19 +177,26 @@ class TopK:
         return [(-neg, sid) for neg, _, sid in heapq.nsmallest(self.k, self.scored)]
 
     def base(self, doc: Candidate) -> float:
-        # Summed in list order, sorted by (field, term), so equal inputs give bit-identical scores.
-        total, mask, i = 0.0, doc.mask, 0
-        while mask:
-            if mask & 1:
-                total += self.weights[i]
-            mask >>= 1
-            i += 1
+        total = self._sums.get(doc.mask)
+        if total is None:
+            # Summed in list order, sorted by (field, term), so equal inputs give bit-identical scores.
+            total, mask, i = 0.0, doc.mask, 0
+            while mask:
+                if mask & 1:
+                    total += self.weights[i]
+                mask >>= 1
+                i += 1
+            self._sums[doc.mask] = total
         return total
 
     def _add_rows(self, i: int, rows: Iterable[tuple[float, str, float]]) -> None:
-        bit, added = 1 << i, 0
+        bit, added, docs, since = 1 << i, 0, self.docs, self.since
         for ts, sid, dur in rows:
-            d = self.doc(sid, ts, dur)
+            d = docs.get(sid)
+            if d is None:
+                if ts < since:  # too old to make the top k without content (read_first): not a candidate
+                    continue
+                d = self.doc(sid, ts, dur)
             if not d.mask & bit:  # a row at a slab boundary can be read twice
                 d.mask |= bit
                 added += 1
@@ -166,19 +225,25 @@ class TopK:
             self._finish(sid)
         if f == -math.inf:
             return None
-        best = heapq.nsmallest(self.k, self.scored)
-        if len(best) < self.k:
-            return []
-        kth = -best[-1][0]
+        # The k-th best score is at least the k-th best of what is known: exact scores, and for handoffs not
+        # yet complete what their matches so far give.
+        known = [-neg for neg, _, _ in heapq.nsmallest(self.k, self.scored)]
+        known += heapq.nlargest(
+            self.k, [self.base(docs[s]) * docs[s].recency * docs[s].boost + docs[s].content for s in self.pending]
+        )
+        kth = heapq.nlargest(self.k, known)[-1] if len(known) >= self.k else 0.0
         # A list read down to lo can only still add to handoffs dated at or before lo. An unseen handoff at
-        # ts ≤ F gains at most the weights of the lists with lo ≥ ts, times recency at ts: take the worst
-        # case over the breakpoints (each list's lo), newest first.
-        active = sorted((lst for lst in self.lists if not lst.done), key=lambda lst: -lst.lo)
-        unread = 0.0
-        for lst in active:
-            unread += lst.weight
-            if unread * recency_factor((self.now - lst.lo) / DAY_S, self.window) * self.top_boost >= kth:
+        # ts ≤ F gains at most the weights of the lists with lo ≥ ts (lazy lists: any), times recency at ts:
+        # take the worst case over the breakpoints (each list's lo), newest first.
+        ordered = sorted((lst for lst in self.lists if not lst.done and not lst.lazy), key=lambda lst: -lst.lo)
+        if ordered:
+            if kth <= 0.0:
                 return []
+            unread = sum(lst.weight for lst in self.lists if lst.lazy and not lst.done)
+            for lst in ordered:
+                unread += lst.weight
+                if unread * recency_factor((self.now - lst.lo) / DAY_S, self.window) * self.top_boost >= kth:
+                    return []
         # Seen but incomplete, with what they have plus the unfinished lists that can still reach them:
         # rather than read common lists down to them, look their postings up directly.
         blockers = []
@@ -221,12 +286,12 @@ class TopK:
 
     def _slab(self, target_rows: int, *, final: bool) -> None:
         """Read every unfinished list down to a common time T, sized so the densest list yields ~target_rows."""
-        active = [lst for lst in self.lists if not lst.done]
+        active = [lst for lst in self.lists if not lst.done and not lst.lazy]
         top = max(lst.lo for lst in active)
         density = max(lst.fetched / max(self.now - lst.lo, 1.0) for lst in active)
         t = self.horizon if final else max(self.horizon, top - target_rows / max(density, 1e-12))
         for i, lst in enumerate(self.lists):
-            if lst.done or lst.lo < t:
+            if lst.done or lst.lazy or lst.lo < t:
                 continue
             sql = _SLAB_SQL.format(op="<" if lst.lo_incl else "<=")
             self._add_rows(i, self.conn.execute(sql, (lst.field, lst.term, t, lst.lo)))

@@ -401,7 +401,7 @@ async def brute_force(
     return [(sid, -neg) for neg, _, sid in sorted(scored)[:k]]
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     docs=docs_st,
     query=st.lists(st.sampled_from([*VOCAB, *WORDS, "the", "zzz"]), min_size=1, max_size=4).map(" ".join),
@@ -410,7 +410,7 @@ async def brute_force(
     days_back=st.none() | st.sampled_from([1.0, 10.0, 45.0]),
     k=st.integers(1, 5),
     chunk=st.integers(1, 4),
-    content_weight=st.sampled_from([0.0, 3.0]),
+    content_weight=st.sampled_from([0.0, 3.0, 50.0, 400.0]),
 )
 async def test_pruned_top_k_equals_brute_force(
     tmp_path_factory: pytest.TempPathFactory,
@@ -467,6 +467,34 @@ async def test_pruning_reads_few_postings_of_a_common_term(db: Database) -> None
     await db.read(lambda conn: conn.set_trace_callback(None))
     assert ids(got) == ["h000", "h002", "h004", "h006", "h008"]
     assert len([s for s in traced if "postings" in s]) <= 3
+
+
+async def test_a_common_word_beside_a_rare_detail_is_looked_up_not_read(db: Database) -> None:
+    # 600 handoffs, half with keyword "common"; six old ones also mention "zebra" in what was said. The content
+    # term puts those six far above anything "common" alone can score, so "common" is only looked up for them.
+    async with db.write() as conn:
+        for i in range(600):
+            ts = NOW_TS - (i * 3600.0 if i >= 6 else (300 + i) * DAY)
+            await conn.execute(
+                "INSERT INTO handoffs(session_id, kind, ts, date, substance, headline, projects, keywords, markdown,"
+                " source, updated_at) VALUES(?, 'main', ?, '', 1, '', '[]', '[]', '', 'import', '')",
+                (f"h{i:03d}", ts),
+            )
+            keywords = ["common"] if i % 2 == 0 else ["other"]
+            await index.index_handoff(
+                conn, session_id=f"h{i:03d}", ts=ts, projects=[], keywords=keywords, substance=1, kind="main"
+            )
+            if i < 6:
+                body = "the zebra crossing" + " zebra" * i
+                await index.index_content(conn, session_id=f"h{i:03d}", kind="main", parent_id="", body=body)
+    traced: list[str] = []
+    await db.read(lambda conn: conn.set_trace_callback(traced.append))
+    got = await retrieve(db, "common zebra", as_of=NOW)
+    await db.read(lambda conn: conn.set_trace_callback(None))
+    assert ids(got) == ["h005", "h004", "h003", "h002", "h001"]
+    assert [m.term for m in got[1].explanation.matched] == ["common"]  # looked up: h004 has it
+    read_in_order = [s for s in traced if "FROM postings" in s and "ORDER BY ts DESC" in s and "'common'" in s]
+    assert read_in_order == []
 
 
 # --- texts -----------------------------------------------------------------------------------------------
