@@ -151,6 +151,8 @@ async def run_size(n: int, root: Path, n_queries: int) -> list[tuple[str, float,
     t0 = time.perf_counter()
     corpus = generate(n)
     path = root / f"bench-{n}.db"
+    for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        stale.unlink(missing_ok=True)  # a --dir used before: build afresh, never on top of an old corpus
     db = await Database.open(path)
     await db.close()
     build(corpus, path)
