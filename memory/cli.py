@@ -2,39 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import wraps
 from pathlib import Path
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import click
 
-from memory.clitypes import ISO_INSTANT, parse_instant
-from memory.errors import MemoryStoreError
-from memory.settings import MemorySettings
+from memory.clitypes import ISO_INSTANT, parse_instant, run_command, settings_of
 
 __all__ = ["memory_group"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def _settings(ctx: click.Context) -> MemorySettings:
-    obj = ctx.find_object(MemorySettings)
-    if obj is None:  # the edge (bot.cli) always sets it; this keeps the group usable on its own in tests
-        raise click.UsageError("memory settings were not provided")
-    return obj
-
-
-def _run(coro: Coroutine[Any, Any, R]) -> R:
-    try:
-        return asyncio.run(coro)
-    except MemoryStoreError as exc:
-        raise click.ClickException(str(exc)) from exc
 
 
 def _with_eywa(fn: Callable[..., Awaitable[R]]) -> Callable[..., R]:
@@ -44,7 +27,7 @@ def _with_eywa(fn: Callable[..., Awaitable[R]]) -> Callable[..., R]:
     def wrapper(*args: Any, **kwargs: Any) -> R:
         from memory.api import Eywa
 
-        settings = _settings(click.get_current_context())
+        settings = settings_of(click.get_current_context())
 
         async def main() -> R:
             from memory.llm_extract import finish_background
@@ -56,7 +39,7 @@ def _with_eywa(fn: Callable[..., Awaitable[R]]) -> Callable[..., R]:
                 await eywa.close()
                 await finish_background()  # a timed-out extraction's CLI is still being stopped
 
-        return _run(main())
+        return run_command(main())
 
     return wrapper
 
@@ -340,88 +323,16 @@ async def export_cmd(eywa: Any, folder: Path) -> None:
     click.echo(f"exported {n} handoff(s) to {folder}")
 
 
-def _self_command() -> list[str]:
-    """How hooks and background jobs call this program again, from any working folder."""
-    script = Path(sys.executable).parent / "macupos"
-    if script.is_file():
-        return [str(script)]
-    return [sys.executable, "-m", "bot.cli"]
-
-
-@memory_group.group("hooks")
-def hooks_group() -> None:
-    """Install or remove the Claude Code SessionStart / SessionEnd hooks."""
-
-
-_scope = click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True)
-_project_dir = click.option("--project-dir", type=click.Path(path_type=Path, file_okay=False), default=".")
-
-
-def _edit_hooks(ctx: click.Context, scope: str, project_dir: Path, *, install: bool) -> None:
-    from memory import hooks
-
-    settings = _settings(ctx)
-    where: Literal["user", "project"] = "project" if scope == "project" else "user"
-    path = hooks.settings_path_for(where, claude_config_dir=settings.claude_config_dir, project_dir=project_dir)
-    try:
-        result = (hooks.install if install else hooks.uninstall)(path, _self_command())
-    except MemoryStoreError as exc:
-        raise click.ClickException(str(exc)) from exc
-    click.echo(f"{path}: {result}")
-
-
-@hooks_group.command("install")
-@_scope
-@_project_dir
-@click.pass_context
-def hooks_install(ctx: click.Context, scope: str, project_dir: Path) -> None:
-    """Merge our hooks into Claude Code's settings.json (a backup is made first; running twice is harmless)."""
-    _edit_hooks(ctx, scope, project_dir, install=True)
-
-
-@hooks_group.command("uninstall")
-@_scope
-@_project_dir
-@click.pass_context
-def hooks_uninstall(ctx: click.Context, scope: str, project_dir: Path) -> None:
-    """Remove only our hooks from Claude Code's settings.json."""
-    _edit_hooks(ctx, scope, project_dir, install=False)
-
-
-@memory_group.command("hook", hidden=True)
-@click.argument("event", type=click.Choice(["session-start", "session-end"]))
-@click.pass_context
-def hook_cmd(ctx: click.Context, event: str) -> None:
-    """Entry point Claude Code calls; reads the hook JSON on stdin. Fails open: never blocks Claude."""
-    from memory.hooks import run_session_end, run_session_start
-
-    settings = _settings(ctx)
-    try:
-        payload = json.loads(sys.stdin.read() or "{}")
-    except ValueError:
-        payload = {}
-    if not isinstance(payload, dict):
-        payload = {}
-    if event == "session-start":
-        out = asyncio.run(run_session_start(settings, payload))
-        if out:
-            click.echo(out)
-    else:
-        run_session_end(settings, payload, detach_command=_self_command())
-
-
-@memory_group.command("mcp")
-@click.pass_context
-def mcp_cmd(ctx: click.Context) -> None:
-    """Serve the memory over MCP on stdio (tools eywa_get, eywa_search, eywa_show, eywa_extract)."""
-    from memory.mcp_server import serve_stdio
-
-    _run(serve_stdio(_settings(ctx)))
-
-
 # Structured facts (memory/facts): `script`, `rebuild`, `facts load|export|show`.
 from memory.facts.cli import facts_group, rebuild_cmd, script_cmd  # noqa: E402
 
 memory_group.add_command(script_cmd)
 memory_group.add_command(rebuild_cmd)
 memory_group.add_command(facts_group)
+
+# Claude Code integration: `hooks install|uninstall`, `hook` (what the hooks call) and `mcp`.
+from memory.cli_claude import hook_cmd, hooks_group, mcp_cmd  # noqa: E402
+
+memory_group.add_command(hooks_group)
+memory_group.add_command(hook_cmd)
+memory_group.add_command(mcp_cmd)

@@ -1,13 +1,20 @@
-"""Command-line value types shared by the memory commands."""
+"""Command-line value types and helpers shared by the memory commands."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Coroutine
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
-__all__ = ["ISO_INSTANT", "parse_instant"]
+from memory.errors import MemoryStoreError
+from memory.settings import MemorySettings
+
+R = TypeVar("R")
+
+__all__ = ["ISO_INSTANT", "parse_instant", "run_command", "settings_of"]
 
 
 def parse_instant(value: str) -> datetime:
@@ -29,3 +36,19 @@ class _IsoInstant(click.ParamType[datetime]):
 
 
 ISO_INSTANT = _IsoInstant()
+
+
+def settings_of(ctx: click.Context) -> MemorySettings:
+    """The memory settings the edge (bot.cli) put on the context."""
+    obj = ctx.find_object(MemorySettings)
+    if obj is None:  # the edge always sets it; this keeps the commands usable on their own in tests
+        raise click.UsageError("memory settings were not provided")
+    return obj
+
+
+def run_command(coro: Coroutine[Any, Any, R]) -> R:
+    """Run one command's coroutine; a memory error becomes a clear CLI error, never a traceback."""
+    try:
+        return asyncio.run(coro)
+    except MemoryStoreError as exc:
+        raise click.ClickException(str(exc)) from exc
