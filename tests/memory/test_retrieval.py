@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
 import pytest
@@ -448,23 +449,35 @@ async def test_pruned_top_k_equals_brute_force(
         await database.close()
 
 
-async def test_pruning_reads_few_postings_of_a_common_term(db: Database) -> None:
+async def add_many(db: Database, ages: Sequence[float], bodies: dict[int, str] | None = None) -> None:
+    """Handoffs h000, h001, … of these ages (days), keyword "common" on even ones and "other" on odd ones."""
     async with db.write() as conn:
-        for i in range(600):
-            ts = NOW_TS - i * 3600.0
+        for i, age in enumerate(ages):
+            sid, ts = f"h{i:03d}", NOW_TS - age * DAY
             await conn.execute(
                 "INSERT INTO handoffs(session_id, kind, ts, date, substance, headline, projects, keywords, markdown,"
                 " source, updated_at) VALUES(?, 'main', ?, '', 1, '', '[]', '[]', '', 'import', '')",
-                (f"h{i:03d}", ts),
+                (sid, ts),
             )
             keywords = ["common"] if i % 2 == 0 else ["other"]
             await index.index_handoff(
-                conn, session_id=f"h{i:03d}", ts=ts, projects=[], keywords=keywords, substance=1, kind="main"
+                conn, session_id=sid, ts=ts, projects=[], keywords=keywords, substance=1, kind="main"
             )
+            if bodies and i in bodies:
+                await index.index_content(conn, session_id=sid, kind="main", parent_id="", body=bodies[i])
+
+
+async def traced_retrieve(db: Database, query: str, **kwargs: Any) -> tuple[list[ScoredHandoff], list[str]]:
     traced: list[str] = []
     await db.read(lambda conn: conn.set_trace_callback(traced.append))
-    got = await retrieve(db, "common", as_of=NOW, chunk_rows=16)
+    got = await retrieve(db, query, as_of=NOW, **kwargs)
     await db.read(lambda conn: conn.set_trace_callback(None))
+    return got, traced
+
+
+async def test_pruning_reads_few_postings_of_a_common_term(db: Database) -> None:
+    await add_many(db, [i / 24 for i in range(600)])
+    got, traced = await traced_retrieve(db, "common", chunk_rows=16)
     assert ids(got) == ["h000", "h002", "h004", "h006", "h008"]
     assert len([s for s in traced if "postings" in s]) <= 3
 
@@ -472,25 +485,9 @@ async def test_pruning_reads_few_postings_of_a_common_term(db: Database) -> None
 async def test_a_common_word_beside_a_rare_detail_is_looked_up_not_read(db: Database) -> None:
     # 600 handoffs, half with keyword "common"; six old ones also mention "zebra" in what was said. The content
     # term puts those six far above anything "common" alone can score, so "common" is only looked up for them.
-    async with db.write() as conn:
-        for i in range(600):
-            ts = NOW_TS - (i * 3600.0 if i >= 6 else (300 + i) * DAY)
-            await conn.execute(
-                "INSERT INTO handoffs(session_id, kind, ts, date, substance, headline, projects, keywords, markdown,"
-                " source, updated_at) VALUES(?, 'main', ?, '', 1, '', '[]', '[]', '', 'import', '')",
-                (f"h{i:03d}", ts),
-            )
-            keywords = ["common"] if i % 2 == 0 else ["other"]
-            await index.index_handoff(
-                conn, session_id=f"h{i:03d}", ts=ts, projects=[], keywords=keywords, substance=1, kind="main"
-            )
-            if i < 6:
-                body = "the zebra crossing" + " zebra" * i
-                await index.index_content(conn, session_id=f"h{i:03d}", kind="main", parent_id="", body=body)
-    traced: list[str] = []
-    await db.read(lambda conn: conn.set_trace_callback(traced.append))
-    got = await retrieve(db, "common zebra", as_of=NOW)
-    await db.read(lambda conn: conn.set_trace_callback(None))
+    ages = [300.0 + i if i < 6 else i / 24 for i in range(600)]
+    await add_many(db, ages, {i: "the zebra crossing" + " zebra" * i for i in range(6)})
+    got, traced = await traced_retrieve(db, "common zebra")
     assert ids(got) == ["h005", "h004", "h003", "h002", "h001"]
     assert [m.term for m in got[1].explanation.matched] == ["common"]  # looked up: h004 has it
     read_in_order = [s for s in traced if "FROM postings" in s and "ORDER BY ts DESC" in s and "'common'" in s]
