@@ -164,7 +164,7 @@ class Sender:
         return await self._call(
             chat_id,
             lambda: self.bot.send_document(
-                chat_id, io.BytesIO(data), filename=filename, caption=escape(caption)[:1000] or None, parse_mode="HTML"
+                chat_id, io.BytesIO(data), filename=filename, caption=escape(caption[:1000]) or None, parse_mode="HTML"
             ),
         )
 

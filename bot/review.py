@@ -19,6 +19,7 @@ from telegram.error import TelegramError
 from bot.progress import escape
 from bot.services import Services
 from bot.state import Callback
+from bot.telegram_format import split_message
 from memory.errors import HandoffFormatError, MemoryStoreError
 from memory.handoff_format import from_markdown, to_markdown
 from memory.models import Handoff
@@ -50,7 +51,8 @@ def handoff_card(h: Handoff) -> str:
     lines += _section("Decisions", h.insights)
     lines += _section("Open threads", h.open_threads)
     text = "\n".join(lines)
-    return text if len(text) <= 3800 else text[:3790] + "…"
+    # Cut at a boundary the HTML survives (never inside a tag or an entity).
+    return text if len(text) <= 3800 else split_message(text, 3790)[0] + "…"
 
 
 class Reviews:
@@ -65,15 +67,7 @@ class Reviews:
         except HandoffFormatError as exc:
             logger.warning("handoff %s unreadable: %s", session_id, exc)
             return None
-        ttl = s.tuning.review_ttl_s
-        tokens = {
-            op: await s.state.new_callback(chat_id, user_id, REVIEW_ACTION, {"session_id": session_id, "op": op}, ttl)
-            for op in ("keep", "forget", "full", "correct")
-        }
-        buttons = [
-            [("👍 Keep", tokens["keep"]), ("🗑 Forget", tokens["forget"])],
-            [("📄 Show full", tokens["full"]), ("✏️ Correct", tokens["correct"])],
-        ]
+        buttons = await self._buttons(chat_id, user_id, session_id)
         try:
             message = await s.sender.send(chat_id, handoff_card(handoff), buttons=buttons)
         except TelegramError as exc:
@@ -91,14 +85,11 @@ class Reviews:
         if review is None:
             return "Unknown handoff."
         if op == "full":
-            try:
-                view = await s.eywa.show(session_id)
-            except MemoryStoreError:
+            markdown = await self._markdown(session_id)
+            if markdown is None:
                 return "That handoff is gone."
-            if view.handoff is None:
-                return "That handoff is gone."
-            await s.sender.send_markdown(chat_id, view.handoff.markdown, document_threshold=s.tuning.document_threshold)
-            await self._renew(callback, message_id)
+            await s.sender.send_markdown(chat_id, markdown, document_threshold=s.tuning.document_threshold)
+            await self._renew(callback, message_id, markdown)
             return "Full handoff sent."
         if review.state == "forgotten":
             return "Already forgotten."
@@ -123,35 +114,42 @@ class Reviews:
             return "Waiting for your correction."
         return "Unknown action."
 
-    async def _renew(self, callback: Callback, message_id: int | None) -> None:
-        """Show full / Correct do not end the review: put fresh buttons back (each press spends its token)."""
-        if message_id is None:
-            return
+    async def _markdown(self, session_id: str) -> str | None:
+        """The stored handoff file of ``session_id``; None when memory has none (or cannot be read)."""
         try:
-            view = await self.services.eywa.show(str(callback.payload.get("session_id", "")))
-            if view.handoff is None:
-                return
-            handoff = from_markdown(view.handoff.markdown)
-        except (MemoryStoreError, HandoffFormatError):
-            return
-        await self._repost_buttons(callback, message_id, handoff)
+            view = await self.services.eywa.show(session_id)
+        except MemoryStoreError:
+            return None
+        return view.handoff.markdown if view.handoff is not None else None
 
-    async def _repost_buttons(self, callback: Callback, message_id: int, handoff: Handoff) -> None:
+    async def _buttons(self, chat_id: int, user_id: int, session_id: str) -> list[list[tuple[str, str]]]:
+        """Fresh Keep / Forget / Show full / Correct buttons (each press spends its token)."""
         s = self.services
         ttl = s.tuning.review_ttl_s
-        session_id = handoff.session_id
         tokens = {
-            op: await s.state.new_callback(
-                callback.chat_id, callback.user_id, REVIEW_ACTION, {"session_id": session_id, "op": op}, ttl
-            )
+            op: await s.state.new_callback(chat_id, user_id, REVIEW_ACTION, {"session_id": session_id, "op": op}, ttl)
             for op in ("keep", "forget", "full", "correct")
         }
-        buttons = [
+        return [
             [("👍 Keep", tokens["keep"]), ("🗑 Forget", tokens["forget"])],
             [("📄 Show full", tokens["full"]), ("✏️ Correct", tokens["correct"])],
         ]
+
+    async def _renew(self, callback: Callback, message_id: int | None, markdown: str | None = None) -> None:
+        """Show full / Correct do not end the review: put fresh buttons back on the card."""
+        if message_id is None:
+            return
+        session_id = str(callback.payload.get("session_id", ""))
+        markdown = markdown if markdown is not None else await self._markdown(session_id)
+        if markdown is None:
+            return
         try:
-            await s.sender.edit(callback.chat_id, message_id, handoff_card(handoff), buttons=buttons)
+            handoff = from_markdown(markdown)
+        except HandoffFormatError:
+            return
+        buttons = await self._buttons(callback.chat_id, callback.user_id, handoff.session_id)
+        try:
+            await self.services.sender.edit(callback.chat_id, message_id, handoff_card(handoff), buttons=buttons)
         except TelegramError as exc:
             logger.debug("could not renew review buttons: %s", exc)
 
@@ -167,14 +165,11 @@ class Reviews:
     async def correct(self, chat_id: int, session_id: str, text: str) -> str:
         """Store a correction with the handoff; returns the reply for the chat."""
         s = self.services
-        try:
-            view = await s.eywa.show(session_id)
-        except MemoryStoreError:
+        markdown = await self._markdown(session_id)
+        if markdown is None:
             return "That handoff is no longer in memory."
-        if view.handoff is None:
-            return "That session has no handoff to correct."
         try:
-            handoff = from_markdown(view.handoff.markdown)
+            handoff = from_markdown(markdown)
         except HandoffFormatError as exc:
             return f"The stored handoff is unreadable: {exc}"
         stamp = datetime.now(UTC).strftime("%Y-%m-%d")

@@ -13,7 +13,7 @@ from typing import Any
 from memory import index, store
 from memory.db import SCHEMA_VERSION, Database
 from memory.errors import HandoffFormatError, SessionNotFoundError, SourceUnreadableError
-from memory.grounding import grounding_text
+from memory.grounding import MAX_GROUNDING, grounding_text
 from memory.handoff_format import from_markdown, to_markdown
 from memory.ingest import IngestReport, ProgressFn, extract_pending, ingest
 from memory.mirror import handoff_relpath, iter_handoff_files, remove_quietly, write_atomic
@@ -93,7 +93,7 @@ class Eywa:
         as_of: datetime | None = None,
     ) -> Grounding:
         """Startup grounding: the best handoffs for a query, as scored results and as quoted text."""
-        k = min(5, max_handoffs or self.settings.max_handoffs)
+        k = min(MAX_GROUNDING, max_handoffs or self.settings.max_handoffs)
         results = await retrieve(
             self.db,
             query,
@@ -103,11 +103,11 @@ class Eywa:
             as_of=as_of,
             window_days=self.settings.window_days,
         )
-        markdowns: dict[str, str] = {}
-        for r in results:
-            row = await store.get_handoff(self.db.conn, r.session_id)
-            if row is not None:
-                markdowns[r.session_id] = row.markdown
+        # One read for all of them, on the read connection (each aiosqlite statement would be a thread hop).
+        sql = f"SELECT session_id, markdown FROM handoffs WHERE session_id IN ({','.join('?' * len(results))})"
+        wanted = [r.session_id for r in results]
+        rows = await self.db.read(lambda conn: conn.execute(sql, wanted).fetchall()) if results else []
+        markdowns: dict[str, str] = {str(sid): str(md) for sid, md in rows}
         return Grounding(results, grounding_text(results, markdowns), markdowns)
 
     async def search(self, query: str, limit: int = 10) -> list[ContentHit]:

@@ -14,6 +14,7 @@ __all__ = [
     "MAX_GROUNDING",
     "explain_text",
     "grounding_text",
+    "handoff_blocks",
     "quote_recalled",
     "recalled_block",
     "strip_frontmatter",
@@ -59,16 +60,33 @@ def recalled_block(nonce: str, source: str, body: str) -> str:
     return f"[[RECALLED {nonce} | source: {label}]]\n{quote_recalled(body)}\n[[END RECALLED {nonce}]]"
 
 
+def handoff_blocks(
+    results: Sequence[ScoredHandoff], markdowns: Mapping[str, str], nonce: str, *, budget: int | None = None
+) -> list[str]:
+    """Each handoff without frontmatter, quoted in a recalled block; at most ``budget`` characters of
+    handoff text in all (the last one cut), when given."""
+    blocks = []
+    left = budget
+    for r in results:
+        body = strip_frontmatter(markdowns.get(r.session_id, ""))
+        if left is not None:
+            body = body[:left]
+        if not body:
+            continue
+        blocks.append(recalled_block(nonce, f"handoff of session {r.session_id} ({r.date})", body))
+        if left is not None:
+            left -= len(body)
+            if left <= 0:
+                break
+    return blocks
+
+
 def grounding_text(
     results: Sequence[ScoredHandoff], markdowns: Mapping[str, str], *, header: str = DEFAULT_HEADER
 ) -> str:
     """The handoffs without frontmatter, each quoted in a recalled block, joined by ``---`` under a header."""
     nonce = secrets.token_hex(4)
-    blocks = []
-    for r in results:
-        body = strip_frontmatter(markdowns.get(r.session_id, ""))
-        if body:
-            blocks.append(recalled_block(nonce, f"handoff of session {r.session_id} ({r.date})", body))
+    blocks = handoff_blocks(results, markdowns, nonce)
     if not blocks:
         return ""
     n = len(blocks)

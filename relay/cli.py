@@ -68,16 +68,17 @@ async def _wire_codex(session: ClaudeSession, settings: RelaySettings, project: 
 async def _facts_lines(settings: RelaySettings) -> list[str]:
     """The owner's facts tier (≤ 12 lines) for grounding; none, with a warning, when the store can't open."""
     from memory.facts.api import FactsApi
+    from memory.facts.model import FactsError
 
     try:
         facts = await FactsApi.from_settings(settings.memory)
-    except MemoryStoreError as exc:
+        try:
+            return await facts.tiered_injection()
+        finally:
+            await facts.close()
+    except (MemoryStoreError, FactsError) as exc:  # facts must never stop a run from starting (as in the bot)
         logger.warning("grounding without facts: %s", exc)
         return []
-    try:
-        return await facts.tiered_injection()
-    finally:
-        await facts.close()
 
 
 async def _ask(

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from memory.api import Eywa
-from memory.grounding import quote_recalled, recalled_block, strip_frontmatter
+from memory.grounding import handoff_blocks, quote_recalled, recalled_block
 
 __all__ = ["MAX_FACT_LINES", "build_grounding", "default_rules", "ensure_rules_file", "quote_recalled"]
 
@@ -42,17 +42,7 @@ def ensure_rules_file(path: Path) -> Path:
 
 async def _handoff_blocks(eywa: Eywa, instruction: str, project: str | None, nonce: str) -> list[str]:
     grounding = await eywa.get(instruction, project=project)
-    blocks: list[str] = []
-    budget = _MAX_RECALLED_CHARS
-    for result in grounding.results:
-        body = strip_frontmatter(grounding.markdowns.get(result.session_id, ""))[:budget]
-        if not body:
-            continue
-        budget -= len(body)
-        blocks.append(recalled_block(nonce, f"handoff of session {result.session_id} ({result.date})", body))
-        if budget <= 0:
-            break
-    return blocks
+    return handoff_blocks(grounding.results, grounding.markdowns, nonce, budget=_MAX_RECALLED_CHARS)
 
 
 async def build_grounding(

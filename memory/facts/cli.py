@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -11,11 +10,9 @@ from typing import TypeVar
 
 import click
 
-from memory.clitypes import ISO_INSTANT
-from memory.errors import MemoryStoreError
+from memory.clitypes import ISO_INSTANT, run_command, settings_of
 from memory.facts.api import FactsApi
 from memory.facts.model import FactsError
-from memory.settings import MemorySettings
 
 __all__ = ["facts_group", "rebuild_cmd", "script_cmd"]
 
@@ -23,9 +20,7 @@ R = TypeVar("R")
 
 
 def _with_api(fn: Callable[[FactsApi], Awaitable[R]]) -> R:
-    settings = click.get_current_context().find_object(MemorySettings)
-    if settings is None:
-        raise click.UsageError("memory settings were not provided")
+    settings = settings_of(click.get_current_context())
 
     async def main() -> R:
         api = await FactsApi.from_settings(settings)
@@ -35,8 +30,8 @@ def _with_api(fn: Callable[[FactsApi], Awaitable[R]]) -> R:
             await api.close()
 
     try:
-        return asyncio.run(main())
-    except (MemoryStoreError, FactsError) as exc:
+        return run_command(main())
+    except FactsError as exc:
         raise click.ClickException(str(exc)) from exc
 
 
@@ -57,9 +52,8 @@ def script_cmd(text: str | None, file: Path | None, as_of: datetime | None) -> N
             text = file.read_text(encoding="utf-8")
         except OSError as exc:
             raise click.ClickException(f"cannot read {file}: {exc.strerror or exc}") from exc
-    when = as_of
     assert text is not None
-    result = _with_api(lambda api: api.run_script(text, as_of=when, provenance="cli"))
+    result = _with_api(lambda api: api.run_script(text, as_of=as_of, provenance="cli"))
     if not result.ok:
         click.echo(result.text, err=True)
         sys.exit(1)
@@ -110,6 +104,5 @@ def export_cmd() -> None:
 @click.option("--as-of", type=ISO_INSTANT, help="Rank as if now were this ISO-8601 time.")
 def show_cmd(as_of: datetime | None) -> None:
     """Print the injection tier (at most 12 lines) a session would start with."""
-    when = as_of
-    for line in _with_api(lambda api: api.tiered_injection(when)):
+    for line in _with_api(lambda api: api.tiered_injection(as_of)):
         click.echo(line)
