@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from bot.app import BotApp
 from bot.services import Tuning
 from bot.settings import BotSettings
 from bot.voice import Transcriber
+from relay.process import kill_marked
 from relay.settings import RelaySettings
 from tests.doubles.anthropic import AnthropicDouble, cli_env
 from tests.doubles.telegram import Call, TelegramDouble
@@ -155,29 +155,6 @@ def button(message: Mapping[str, Any], label_part: str) -> str:
     return found[0]
 
 
-def processes_with(needle: str) -> list[int]:
-    """Live processes whose environment holds ``needle`` (``KEY=value``)."""
-    wanted = needle.encode()
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if wanted in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-def kill_all(pids: list[int]) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            continue
-
-
 @asynccontextmanager
 async def harness(tmp_path: Path, tg: TelegramDouble, **extra_env: str) -> AsyncIterator[Harness]:
     claude = GatedDouble()
@@ -191,5 +168,5 @@ async def harness(tmp_path: Path, tg: TelegramDouble, **extra_env: str) -> Async
         claude.release.set()
         for app in reversed(h.apps):
             await app.stop()
-        kill_all(processes_with(f"CLAUDE_CONFIG_DIR={tmp_path / 'claude-home' / '.claude'}"))
+        kill_marked("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-home" / ".claude"))
         await claude.stop()

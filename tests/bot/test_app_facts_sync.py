@@ -26,16 +26,12 @@ async def test_remembered_facts_reach_the_private_remote(tmp_path: Path, telegra
         git("remote", "add", "origin", str(remote), cwd=facts)
         app = await h.start()
         h.tg.push_message(OWNER, OWNER, "/remember deploys use the vault phrase hunter2-hunter2")
-        await h.wait_text(lambda t: "remember" in t.lower() or "stored" in t.lower() or "noted" in t.lower())
+        await h.wait_text(lambda t: t.startswith("🧠 Remembered"))
         await h.wait_handled(app)
         pushed = ""
-        for _ in range(300):  # a bounded wait for the sync loop's next push (every 0.2 s here)
-            log = subprocess.run(
-                ["git", "log", "--all", "-p"], cwd=remote, capture_output=True, text=True, timeout=30, check=False
-            ).stdout
-            if "deploys use the vault phrase" in log:
-                pushed = log
-                break
-            await asyncio.sleep(0.1)
+        async with asyncio.timeout(30):  # a bounded wait for the sync loop's next push (every 0.2 s here)
+            while "deploys use the vault phrase" not in pushed:
+                await asyncio.sleep(0.1)  # poll interval; git runs off the event loop the bot's sync task shares
+                pushed = await asyncio.to_thread(git, "log", "--all", "-p", cwd=remote)
         assert "deploys use the vault phrase" in pushed
         assert "hunter2-hunter2" not in pushed  # the owner's secret is redacted before it is stored

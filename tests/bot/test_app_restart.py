@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from bot.state import BotState
-from tests.bot.app_harness import OWNER, Harness, button, harness, kill_all, processes_with
+from relay.process import kill_marked
+from tests.bot.app_harness import OWNER, Harness, button, harness
 from tests.doubles.anthropic import last_user_text
 from tests.doubles.telegram import TelegramDouble
 
@@ -51,7 +52,7 @@ async def test_a_bot_killed_mid_run_reports_it_at_restart_and_resumes_only_when_
         process.kill()  # SIGKILL: no cleanup of any kind, as a power cut would
         await process.wait()
         log.close()
-    kill_all(processes_with(f"CLAUDE_CONFIG_DIR={h.tmp / 'claude-home' / '.claude'}"))  # the CLI orphan
+    kill_marked("CLAUDE_CONFIG_DIR", str(h.tmp / "claude-home" / ".claude"))  # the CLI orphan
     h.claude.release.set()
 
     # Answer by content: the killed CLI's held request is answered too, and must not take this reply.

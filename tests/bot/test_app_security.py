@@ -145,7 +145,11 @@ async def test_an_unanswered_approval_is_denied_after_the_timeout(
         tool_result = h.claude.bodies[-1]["messages"][-1]["content"][0]
         assert tool_result["type"] == "tool_result" and tool_result["is_error"] is True
         assert "not approved" in str(tool_result["content"])
-        # A late press after the timeout does nothing.
+        # A late press after the timeout does nothing: it is told so, and Claude hears nothing more.
+        arrivals = h.claude.arrivals
         h.tg.push_callback(OWNER, OWNER, card["message_id"], allow)
         await h.tg.wait_for(lambda: any(c.method == "answerCallbackQuery" for c in h.tg.sent))
+        toasts = [str(c.params.get("text")) for c in h.tg.sent if c.method == "answerCallbackQuery"]
+        assert toasts == ["This button is not for you, or it has expired."]
+        assert h.claude.arrivals == arrivals
         assert not (h.project / "denied.txt").exists()

@@ -22,13 +22,14 @@ import itertools
 import json
 import math
 import re
-import socket
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from aiohttp import web
+
+from tests.doubles.loopback import serve
 
 __all__ = [
     "MAX_CAPTION",
@@ -257,12 +258,7 @@ class TelegramDouble:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
         app.router.add_get("/file/bot{token}/{path:.+}", self._download)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
+        self._runner, self.port = await serve(app, shutdown_timeout=1.0)
 
     async def stop(self) -> None:
         self._closing = True
