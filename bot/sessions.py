@@ -86,10 +86,6 @@ class SessionManager:
             c = self._chats[chat_id] = ChatSession(chat_id)
         return c
 
-    def busy(self, chat_id: int) -> bool:
-        c = self._chats.get(chat_id)
-        return c is not None and c.busy
-
     # -- instructions ------------------------------------------------------------------------------
 
     async def submit(self, chat_id: int, user_id: int, text: str, source: str = "text") -> None:
