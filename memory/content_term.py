@@ -138,29 +138,35 @@ class ContentProbe:
         for (sid, _), b in self.whole.items():
             if b > whole.get(sid, 0.0):
                 whole[sid] = b
+        # Every visible handoff here has a window or a session row.
+        sids = list(self.where)
+        no_chunks: list[float] = []
+        chunks_of = [per_window.get(sid, no_chunks) for sid in sids]
+        cs = [(math.fsum(bs) if top > 1 else bs[0]) if bs else 0.0 for bs in chunks_of]
+        ss = [whole.get(sid, 0.0) for sid in sids]
+        best_c, best_s = max(cs, default=0.0), max(ss, default=0.0)
         named = list(dates) if date_weight > 0 else []
-        # Every visible handoff here has a window or a session row: its parts, computed once.
-        parts = []
-        best_c = best_s = 0.0
-        for sid, (ts, dur) in self.where.items():
-            chunks = per_window.get(sid)
-            c = (math.fsum(chunks) if top > 1 else chunks[0]) if chunks else 0.0
-            s = whole.get(sid, 0.0)
-            best_c, best_s = max(best_c, c), max(best_s, s)
-            parts.append((sid, ts, dur, chunks, c, s, date_match(ts, named, date_days) if named else 0.0))
-        values = []
-        for _, _, _, _, window, session, date in parts:
-            c = window / best_c if best_c > 0 else 0.0
-            s = session / best_s if best_s > 0 else 0.0
-            values.append(weight * (share * s + (1.0 - share) * c + date_weight * date))
+        where = self.where
+        ds = [date_match(where[sid][0], named, date_days) for sid in sids] if named else [0.0] * len(sids)
+        values = [
+            weight
+            * (
+                share * (s / best_s if best_s > 0 else 0.0)
+                + (1.0 - share) * (c / best_c if best_c > 0 else 0.0)
+                + date_weight * d
+            )
+            for c, s, d in zip(cs, ss, ds, strict=True)
+        ]
         best = heapq.nlargest(search.k, values)
         floor = best[-1] if len(best) == search.k else 0.0
         terms = math.fsum(search.weights) * (1.0 + 1e-9)  # ≥ any handoff's term sum, rounding included
-        for (sid, ts, dur, chunks, _, session, date), content in zip(parts, values, strict=True):
-            if content < floor and content + terms * search.multiplier(ts, dur) < floor:
+        for sid, chunks, session, date, content in zip(sids, chunks_of, ss, ds, values, strict=True):
+            ts, dur = where[sid]
+            recency, boost = search.multiplier(ts, dur)
+            if content < floor and content + terms * recency * boost < floor:
                 continue
-            d = search.doc(sid, ts, dur)
-            d.chunks, d.session_bm25, d.date, d.content = chunks, session, date, content
+            d = search.add(sid, ts, dur, recency, boost)
+            d.chunks, d.session_bm25, d.date, d.content = chunks or None, session, date, content
         used = tuple(words[w] for w in self.counted)
         dw = date_weight if named else 0.0
 

@@ -189,8 +189,11 @@ async def retrieve(
     return await db.read(functools.partial(_evaluate, q=q))
 
 
-_META_SQL = "SELECT key, value FROM meta WHERE key IN ('indexed_n', 'max_duration_min')"
-_NEWEST_SQL = "SELECT ts FROM postings WHERE field = 2 AND term = '' ORDER BY ts DESC LIMIT 1"
+# N, the longest duration and the newest posting's date, in one statement.
+_META_SQL = (
+    "SELECT (SELECT value FROM meta WHERE key = 'indexed_n'), (SELECT value FROM meta WHERE key = 'max_duration_min'),"
+    " (SELECT ts FROM postings WHERE field = 2 AND term = '' ORDER BY ts DESC LIMIT 1)"
+)
 _RECENT_SQL = (
     "SELECT ts, session_id, dur FROM postings WHERE field = 2 AND term = '' AND ts <= ? AND ts >= ?"
     " ORDER BY ts DESC, session_id DESC LIMIT ?"
@@ -199,9 +202,8 @@ _SHOWN_SQL = "SELECT session_id, date, headline, projects, keywords, kind FROM h
 
 
 def _evaluate(conn: sqlite3.Connection, q: _Query) -> list[ScoredHandoff]:
-    meta = dict(conn.execute(_META_SQL).fetchall())
-    n = int(meta.get("indexed_n", "0"))
-    max_duration = float(meta.get("max_duration_min", "0"))
+    indexed_n, longest, newest = conn.execute(_META_SQL).fetchone()
+    n, max_duration = int(indexed_n or 0), float(longest or 0)
     pairs = [(f, t) for f in (FIELD_PROJECT, FIELD_KEYWORD) for t in q.terms]
     df: dict[tuple[int, str], int] = {}
     if q.terms:
@@ -211,8 +213,7 @@ def _evaluate(conn: sqlite3.Connection, q: _Query) -> list[ScoredHandoff]:
         ):
             df[(f, t)] = d
     # Postings dated after as_of come out of N and df; usually there are none (as_of is now).
-    newest = conn.execute(_NEWEST_SQL).fetchone()
-    if newest is not None and newest[0] > q.now:
+    if newest is not None and newest > q.now:
         marks = ",".join("?" * (len(q.terms) + 1))
         for f, t, c in conn.execute(
             "SELECT field, term, count(*) FROM postings WHERE field IN (0, 1, 2)"

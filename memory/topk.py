@@ -106,23 +106,22 @@ class TopK:
         self.top_boost = duration_boost(max_duration)
         self.weights = [lst.weight for lst in lists]
         self.docs: dict[str, Candidate] = {}
-        self.pending: set[str] = set()
+        self.pending: dict[str, Candidate] = {}  # candidates not yet scored
         self.scored: list[tuple[float, float, str]] = []  # (-score, -ts, session_id)
         self.since = -math.inf  # postings older than this make no new candidates (read_first)
         self._sums: dict[int, float] = {}  # matched-lists mask -> their summed weight
 
-    def doc(self, sid: str, ts: float, duration_min: float) -> Candidate:
-        doc = self.docs.get(sid)
-        if doc is None:
-            age = (self.now - ts) / DAY_S
-            doc = Candidate(ts, duration_min, recency_factor(age, self.window), duration_boost(duration_min))
-            self.docs[sid] = doc
-            self.pending.add(sid)
-        return doc
+    def _new(self, ts: float, duration_min: float) -> Candidate:
+        return Candidate(ts, duration_min, *self.multiplier(ts, duration_min))
 
-    def multiplier(self, ts: float, duration_min: float) -> float:
-        """recency × duration boost of a handoff dated ``ts``: what its term weights are multiplied by."""
-        return recency_factor((self.now - ts) / DAY_S, self.window) * duration_boost(duration_min)
+    def multiplier(self, ts: float, duration_min: float) -> tuple[float, float]:
+        """(recency, duration boost) of a handoff dated ``ts``: what its term weights are multiplied by."""
+        return recency_factor((self.now - ts) / DAY_S, self.window), duration_boost(duration_min)
+
+    def add(self, sid: str, ts: float, duration_min: float, recency: float, boost: float) -> Candidate:
+        """A new candidate whose :meth:`multiplier` is known."""
+        doc = self.docs[sid] = self.pending[sid] = Candidate(ts, duration_min, recency, boost)
+        return doc
 
     def read_first(self) -> None:
         """The newest postings of every list worth reading in order: ``chunk`` of them, or fewer when the
@@ -190,14 +189,16 @@ class TopK:
         return total
 
     def _add_rows(self, i: int, rows: Iterable[tuple[float, str, float]]) -> None:
-        bit, added, docs, since = 1 << i, 0, self.docs, self.since
+        bit, added, docs, pending, since, new = 1 << i, 0, self.docs, self.pending, self.since, self._new
         for ts, sid, dur in rows:
             d = docs.get(sid)
             if d is None:
                 if ts < since:  # too old to make the top k without content (read_first): not a candidate
                     continue
-                d = self.doc(sid, ts, dur)
-            if not d.mask & bit:  # a row at a slab boundary can be read twice
+                d = docs[sid] = pending[sid] = new(ts, dur)
+                d.mask = bit
+                added += 1
+            elif not d.mask & bit:  # a row at a slab boundary can be read twice
                 d.mask |= bit
                 added += 1
         self.lists[i].fetched += added
@@ -209,28 +210,26 @@ class TopK:
         top = max(lst.lo for lst in active)
         return top, all(lst.lo_incl for lst in active if lst.lo == top)
 
-    def _finish(self, sid: str) -> None:
-        """Score a handoff whose postings in every list are all known."""
-        self.pending.discard(sid)
-        doc = self.docs[sid]
-        score = self.base(doc) * doc.recency * doc.boost + doc.content
-        if score > 0.0:
-            self.scored.append((-score, -doc.ts, sid))
+    def _finish(self, sids: Iterable[str]) -> None:
+        """Score handoffs whose postings in every list are all known."""
+        pending, scored, base = self.pending, self.scored, self.base
+        for sid in sids:
+            doc = pending.pop(sid)
+            score = base(doc) * doc.recency * doc.boost + doc.content
+            if score > 0.0:
+                scored.append((-score, -doc.ts, sid))
 
     def _settle(self) -> list[str] | None:
         """Score what became complete. None: the top k is final; [] read on; else the handoffs to complete."""
         f, f_incl = self._frontier()
-        docs = self.docs
-        for sid in [s for s in self.pending if docs[s].ts > f or (docs[s].ts == f and f_incl)]:
-            self._finish(sid)
+        pending, base = self.pending, self.base
+        self._finish([sid for sid, d in pending.items() if d.ts > f or (d.ts == f and f_incl)])
         if f == -math.inf:
             return None
         # The k-th best score is at least the k-th best of what is known: exact scores, and for handoffs not
         # yet complete what their matches so far give.
         known = [-neg for neg, _, _ in heapq.nsmallest(self.k, self.scored)]
-        known += heapq.nlargest(
-            self.k, [self.base(docs[s]) * docs[s].recency * docs[s].boost + docs[s].content for s in self.pending]
-        )
+        known += heapq.nlargest(self.k, [base(d) * d.recency * d.boost + d.content for d in pending.values()])
         kth = heapq.nlargest(self.k, known)[-1] if len(known) >= self.k else 0.0
         # A list read down to lo can only still add to handoffs dated at or before lo. An unseen handoff at
         # ts ≤ F gains at most the weights of the lists with lo ≥ ts (lazy lists: any), times recency at ts:
@@ -249,16 +248,15 @@ class TopK:
         blockers = []
         unfinished = [(1 << i, lst.lo, lst.weight) for i, lst in enumerate(self.lists) if not lst.done]
         everything = sum(w for _, _, w in unfinished)  # ≥ any subset's sum: a cheap first test
-        for sid in self.pending:
-            doc = docs[sid]
-            base = self.base(doc)
-            if (base + everything) * doc.recency * doc.boost + doc.content < kth:
+        for sid, doc in pending.items():
+            have = base(doc)
+            if (have + everything) * doc.recency * doc.boost + doc.content < kth:
                 continue
             extra = 0.0
             for bit, lo, weight in unfinished:
                 if lo >= doc.ts and not doc.mask & bit:
                     extra += weight
-            if (base + extra) * doc.recency * doc.boost + doc.content >= kth:
+            if (have + extra) * doc.recency * doc.boost + doc.content >= kth:
                 blockers.append(sid)
         return blockers or None
 
@@ -281,8 +279,7 @@ class TopK:
                         lst.fetched += 1
             if lst.fetched >= lst.df:
                 lst.done, lst.lo = True, -math.inf
-        for sid in sids:
-            self._finish(sid)
+        self._finish(sids)
 
     def _slab(self, target_rows: int, *, final: bool) -> None:
         """Read every unfinished list down to a common time T, sized so the densest list yields ~target_rows."""
