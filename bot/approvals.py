@@ -20,7 +20,7 @@ from telegram.error import TelegramError
 from bot.progress import escape
 from bot.services import Services
 from bot.state import Callback
-from relay.session import CanUseTool
+from relay.claude_options import CanUseTool
 
 __all__ = ["APPROVE_ACTION", "Approvals", "SessionGrants"]
 

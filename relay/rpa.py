@@ -26,6 +26,7 @@ from typing import Any, Literal
 from memory.api import Eywa
 from memory.errors import MemoryStoreError
 from relay.artifacts import ArtifactHeader, artifact_name, new_run_id, write_artifact
+from relay.claude_options import CanUseTool
 from relay.codex import CodexEngine, CodexTurn, find_rollout
 from relay.errors import CodexError, RelayError
 from relay.events import StageEnd, StageStart, Usage
@@ -41,7 +42,7 @@ from relay.rpa_text import (
     review_prompt,
     revise_prompt,
 )
-from relay.session import CanUseTool, ClaudeSession, EventSink
+from relay.session import ClaudeSession, EventSink
 from relay.settings import RelaySettings
 from relay.stages import StageConfig, stage_configs
 

@@ -12,18 +12,17 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import os
-import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import claude_agent_sdk as sdk
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, PermissionResult, ToolPermissionContext
+from claude_agent_sdk import ClaudeSDKClient, PermissionResult, ToolPermissionContext
 
 from memory.api import Eywa
 from memory.errors import MemoryStoreError
+from relay.claude_options import TAG_ENV, CanUseTool, claude_options
 from relay.errors import RelayTimeoutError, SessionError
 from relay.events import (
     HandoffReady,
@@ -31,25 +30,19 @@ from relay.events import (
     RelayEvent,
     SessionResult,
     TextDelta,
-    ToolEnd,
-    ToolStart,
-    Usage,
 )
 from relay.grounding import build_grounding, ensure_rules_file
 from relay.ledger import Ledger
 from relay.process import kill_marked, marked_pids
+from relay.sdk_events import translate, usage_of
 from relay.settings import RelaySettings
 
-__all__ = ["TAG_ENV", "CanUseTool", "ClaudeSession", "EventSink", "tagged_pids"]
+__all__ = ["ClaudeSession", "EventSink", "tagged_pids"]
 
 logger = logging.getLogger(__name__)
 
 EventSink = Callable[[RelayEvent], Awaitable[None]]
-CanUseTool = Callable[[str, dict[str, Any], ToolPermissionContext], Awaitable[PermissionResult]]
 
-TAG_ENV = "MACUPOS_RELAY_TAG"  # marks every process of one session, so none can outlive it unseen
-MEMORY_TOOLS = ("mcp__eywa__eywa_get", "mcp__eywa__eywa_search", "mcp__eywa__eywa_show")
-RELAY_TOOLS = ("mcp__relay__codex", "mcp__relay__codex_reply")
 _STDERR_LINES = 40
 _INTERRUPT_GRACE_S = 2.0
 
@@ -61,54 +54,6 @@ def tagged_pids(tag: str) -> list[int]:
 
 def _kill_all(pgid: int | None, tag: str) -> None:
     kill_marked(TAG_ENV, tag, pgid=pgid)
-
-
-def _cli_wrapper(home: Path, env: Mapping[str, str]) -> Path | None:
-    """A tiny launcher that puts the CLI in its own session (setsid) so its process group can be killed."""
-    real = env.get("MACUPOS_CLAUDE_CLI") or str(Path(sdk.__file__).parent / "_bundled" / "claude")
-    if not Path(real).is_file():
-        return None  # let the SDK find a CLI; the tag sweep still reaps its processes
-    script = f"#!{sys.executable} -IS\nimport os, sys\nos.setsid()\nos.execv({real!r}, [{real!r}, *sys.argv[1:]])\n"
-    path = home / "run" / "claude-setsid"
-    if not path.is_file() or path.read_text(encoding="utf-8") != script:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(script, encoding="utf-8")
-        tmp.chmod(0o755)
-        tmp.replace(path)
-    return path
-
-
-def _memory_server(settings: RelaySettings) -> dict[str, Any]:
-    script = Path(sys.executable).parent / "macupos"
-    command, args = (
-        (str(script), ["memory", "mcp"]) if script.is_file() else (sys.executable, ["-m", "bot.cli", "memory", "mcp"])
-    )
-    mem = settings.memory
-    env = {
-        "MACUPOS_HOME": str(mem.home),
-        "CLAUDE_CONFIG_DIR": str(settings.claude_config_dir),
-        "CODEX_HOME": str(mem.codex_home),
-    }
-    return {"type": "stdio", "command": command, "args": args, "env": env}
-
-
-def _usage(raw: Mapping[str, Any] | None, cost: float | None) -> Usage:
-    u = raw or {}
-    return Usage(
-        input_tokens=int(u.get("input_tokens") or 0),
-        output_tokens=int(u.get("output_tokens") or 0),
-        cache_read_tokens=int(u.get("cache_read_input_tokens") or 0),
-        cache_write_tokens=int(u.get("cache_creation_input_tokens") or 0),
-        cost_usd=cost,
-    )
-
-
-def _first_line(content: Any) -> str:
-    if isinstance(content, list):
-        content = " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-    text = str(content or "").strip()
-    return text.splitlines()[0][:200] if text else ""
 
 
 class ClaudeSession:
@@ -313,31 +258,15 @@ class ClaudeSession:
             instruction=instruction,
             project=self.project,
         )
-        servers = dict(self.mcp_servers)
-        allowed = list(s.allowed_tools)
-        if s.memory_mcp and "eywa" not in servers:
-            servers["eywa"] = _memory_server(s)
-        if "eywa" in servers:
-            allowed += [t for t in MEMORY_TOOLS if t not in allowed]
-        if "relay" in servers:
-            allowed += [t for t in RELAY_TOOLS if t not in allowed]
-        env = {**s.env, TAG_ENV: self.tag}
-        options = ClaudeAgentOptions(
-            cwd=self.project_dir,
-            env=env,
-            system_prompt={"type": "preset", "preset": "claude_code", "append": self.grounding},
-            permission_mode=s.permission_mode,
-            allowed_tools=allowed,
-            # Always passed, whatever memory says: deny rules are never weakened.
-            disallowed_tools=list(s.disallowed_tools),
-            model=s.claude_model,
-            max_turns=s.max_turns,
+        options = await claude_options(
+            s,
+            project_dir=self.project_dir,
+            grounding=self.grounding,
+            tag=self.tag,
             resume=self.resume,
-            session_id=None if self.resume else self.session_id,
-            mcp_servers=servers,
+            session_id=self.session_id,
+            mcp_servers=self.mcp_servers,
             can_use_tool=self._permission,
-            setting_sources=cast(Any, list(s.setting_sources)) if s.setting_sources is not None else None,
-            cli_path=await asyncio.to_thread(_cli_wrapper, s.home, s.env),
             stderr=self._stderr.append,
         )
         client = ClaudeSDKClient(options)
@@ -413,31 +342,9 @@ class ClaudeSession:
                 yield event
 
     def _translate(self, message: Any) -> list[RelayEvent]:
-        sid = self.session_id
-        if isinstance(message, sdk.SystemMessage):
-            if message.subtype == "init":
-                self._note_session(str(message.data.get("session_id") or ""))
-            else:
-                logger.debug("skipped system message %s", message.subtype)
-            return []
-        events: list[RelayEvent] = []
-        if isinstance(message, sdk.AssistantMessage):
-            if message.session_id:
-                self._note_session(message.session_id)
-            for block in message.content:
-                if isinstance(block, sdk.TextBlock):
-                    events.append(TextDelta(sid, block.text))
-                elif isinstance(block, sdk.ToolUseBlock):
-                    events.append(ToolStart(sid, block.id, block.name, dict(block.input)))
-            return events
-        if isinstance(message, sdk.UserMessage):
-            if isinstance(message.content, list):
-                for block in message.content:
-                    if isinstance(block, sdk.ToolResultBlock):
-                        events.append(ToolEnd(sid, block.tool_use_id, bool(block.is_error), _first_line(block.content)))
-            return events
-        logger.debug("skipped SDK message %s", type(message).__name__)
-        return []
+        reported, events = translate(message, self.session_id)
+        self._note_session(reported)
+        return events
 
     def _note_session(self, session_id: str) -> None:
         if session_id:
@@ -461,7 +368,7 @@ class ClaudeSession:
             answer=answer,
             turns=message.num_turns,
             duration_s=message.duration_ms / 1000.0,
-            usage=_usage(message.usage, cost),
+            usage=usage_of(message.usage, cost),
             subtype=subtype,
             is_error=bool(message.is_error) and not self._interrupted,
         )
