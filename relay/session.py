@@ -21,7 +21,6 @@ import claude_agent_sdk as sdk
 from claude_agent_sdk import ClaudeSDKClient, PermissionResult, ToolPermissionContext
 
 from memory.api import Eywa
-from memory.errors import MemoryStoreError
 from relay.claude_options import TAG_ENV, CanUseTool, claude_options
 from relay.errors import RelayTimeoutError, SessionError
 from relay.events import (
@@ -35,6 +34,7 @@ from relay.grounding import build_grounding, ensure_rules_file
 from relay.ledger import Ledger
 from relay.process import kill_marked, marked_pids
 from relay.sdk_events import translate, usage_of
+from relay.session_memory import ingest_session, session_files
 from relay.settings import RelaySettings
 
 __all__ = ["ClaudeSession", "EventSink", "tagged_pids"]
@@ -406,14 +406,6 @@ class ClaudeSession:
     def _stderr_tail(self) -> str:
         return "\n".join(self._stderr)
 
-    def _transcripts(self) -> list[Path]:
-        root = self.settings.claude_config_dir / "projects"
-        found: list[Path] = []
-        for sid in self._session_ids:
-            found += sorted(root.glob(f"*/{sid}.jsonl"))
-            found += sorted(root.glob(f"*/{sid}/subagents/*.jsonl"))
-        return found
-
     async def _end(self, *, kill: bool, interrupt: bool = False) -> HandoffReady | None:
         """Stop the CLI (killing it when asked), sweep strays, ingest, emit HandoffReady. Runs once."""
         if self._closed:
@@ -434,22 +426,9 @@ class ClaudeSession:
             except sdk.ClaudeSDKError as exc:
                 logger.debug("disconnect after end: %s", exc)
         _kill_all(self._pid, self.tag)  # whatever outlived the CLI (MCP servers, shells) is an orphan now
-        self._ended = await self._ingest()
+        config_dir = self.settings.claude_config_dir
+        files = await asyncio.to_thread(session_files, config_dir, list(self._session_ids), list(self._rollouts))
+        self._ended = await ingest_session(self.eywa, files, self.session_id)
         if self._ended is not None:
             await self.emit(self._ended)
         return self._ended
-
-    async def _ingest(self) -> HandoffReady | None:
-        paths = [*self._transcripts(), *(p for p in self._rollouts if p.is_file())]
-        logger.debug("ingesting session %s from %s", self.session_id, paths)
-        if not paths or not self.session_id:
-            return None
-        try:
-            await self.eywa.ingest(paths)
-            view = await self.eywa.show(self.session_id)
-        except MemoryStoreError as exc:
-            logger.warning("could not ingest session %s: %s", self.session_id, exc)
-            return None
-        if view.handoff is None:
-            return None
-        return HandoffReady(self.session_id, view.handoff.headline, view.handoff.markdown)

@@ -1,0 +1,44 @@
+"""What a Claude Code session leaves in memory: its transcripts, its subagents' files and the Codex rollouts
+it caused, ingested when it ends, and the handoff that comes of them."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+
+from memory.api import Eywa
+from memory.errors import MemoryStoreError
+from relay.events import HandoffReady
+
+__all__ = ["ingest_session", "session_files"]
+
+logger = logging.getLogger(__name__)
+
+
+def session_files(claude_config_dir: Path, session_ids: Iterable[str], rollouts: Iterable[Path]) -> list[Path]:
+    """The transcripts of these sessions (a resumed one may have several ids), their subagent files, and
+    the rollouts that still exist."""
+    root = claude_config_dir / "projects"
+    found: list[Path] = []
+    for sid in session_ids:
+        found += sorted(root.glob(f"*/{sid}.jsonl"))
+        found += sorted(root.glob(f"*/{sid}/subagents/*.jsonl"))
+    return found + [p for p in rollouts if p.is_file()]
+
+
+async def ingest_session(eywa: Eywa, paths: list[Path], session_id: str) -> HandoffReady | None:
+    """Ingest ``paths``; the session's handoff when there is one. A memory error is logged, never raised:
+    the run itself is over and done."""
+    logger.debug("ingesting session %s from %s", session_id, paths)
+    if not paths or not session_id:
+        return None
+    try:
+        await eywa.ingest(paths)
+        view = await eywa.show(session_id)
+    except MemoryStoreError as exc:
+        logger.warning("could not ingest session %s: %s", session_id, exc)
+        return None
+    if view.handoff is None:
+        return None
+    return HandoffReady(session_id, view.handoff.headline, view.handoff.markdown)
