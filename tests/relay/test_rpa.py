@@ -18,7 +18,8 @@ from relay.artifacts import read_header
 from relay.codex import CodexEngine
 from relay.events import RelayEvent, StageEnd, StageStart
 from relay.ledger import Ledger
-from relay.rpa import parse_verdict, run_rpa
+from relay.rpa import run_rpa
+from relay.rpa_text import parse_verdict
 from relay.settings import RelaySettings
 from tests.doubles.anthropic import AnthropicDouble, ToolUse, last_user_text
 from tests.doubles.openai import ExecCommand, HttpError, OpenAIDouble, input_texts
