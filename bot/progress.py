@@ -22,7 +22,8 @@ from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, TimedOut
 
-from bot.telegram_format import TELEGRAM_LIMIT, markdown_to_html, plain_text, split_message
+from bot.telegram_format import markdown_to_html, plain_text
+from bot.telegram_split import TELEGRAM_LIMIT, split_message
 
 __all__ = [
     "DOCUMENT_THRESHOLD",

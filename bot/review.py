@@ -19,7 +19,7 @@ from telegram.error import TelegramError
 from bot.progress import escape
 from bot.services import Services
 from bot.state import Callback
-from bot.telegram_format import split_message
+from bot.telegram_split import split_message
 from memory.errors import HandoffFormatError, MemoryStoreError
 from memory.handoff_format import from_markdown, to_markdown
 from memory.models import Handoff

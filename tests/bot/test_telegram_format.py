@@ -6,7 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.telegram_format import TELEGRAM_LIMIT, markdown_to_html, plain_text, split_message
+from bot.telegram_format import markdown_to_html, plain_text
+from bot.telegram_split import TELEGRAM_LIMIT, split_message
 from tests.doubles.telegram import check_html
 
 MD_PIECES = [
