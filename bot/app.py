@@ -25,11 +25,12 @@ from bot.auth import is_allowed, quote_forwarded
 from bot.commands import Commands, bot_commands
 from bot.intake import ALLOWED_UPDATES, Intake
 from bot.progress import Sender, escape
+from bot.records import StoredUpdate
 from bot.review import REVIEW_ACTION, Reviews
 from bot.services import Services, Tuning
 from bot.sessions import SessionManager
 from bot.settings import BotSettings
-from bot.state import BotState, StoredUpdate
+from bot.state import BotState
 from bot.voice import Transcriber
 from bot.voice_flow import VOICE_ACTION, VoiceFlow
 from memory.api import Eywa

@@ -18,8 +18,8 @@ from claude_agent_sdk import PermissionResult, PermissionResultAllow, Permission
 from telegram.error import TelegramError
 
 from bot.progress import escape
+from bot.records import Callback
 from bot.services import Services
-from bot.state import Callback
 from relay.claude_options import CanUseTool
 
 __all__ = ["APPROVE_ACTION", "Approvals", "SessionGrants"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["BotError", "VoiceError", "VoiceModelError"]
+__all__ = ["BotError", "ChatBusyError", "VoiceError", "VoiceModelError"]
 
 
 class BotError(Exception):
@@ -18,3 +18,11 @@ class VoiceError(BotError):
 
 class VoiceModelError(VoiceError):
     """The speech model could not be loaded (bad path or name, missing optional backend)."""
+
+
+class ChatBusyError(BotError):
+    """A chat already has a running session; one at a time per chat."""
+
+    def __init__(self, chat_id: int) -> None:
+        super().__init__(f"chat {chat_id} already has a running session")
+        self.chat_id = chat_id

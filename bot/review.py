@@ -17,8 +17,8 @@ from pathlib import Path
 from telegram.error import TelegramError
 
 from bot.progress import escape
+from bot.records import Callback
 from bot.services import Services
-from bot.state import Callback
 from bot.telegram_split import split_message
 from memory.errors import HandoffFormatError, MemoryStoreError
 from memory.handoff_format import from_markdown, to_markdown

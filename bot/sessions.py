@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from telegram.error import TelegramError
 
 from bot.approvals import Approvals, SessionGrants
+from bot.errors import ChatBusyError
 from bot.progress import Progress, escape
 from bot.review import Reviews
 from bot.services import Services
 from bot.settings import Project
-from bot.state import ChatBusyError
 from relay.errors import RelayError, RelayTimeoutError, SessionError
 from relay.events import HandoffReady, PermissionRequest, RelayEvent, SessionResult, StageEnd, StageStart, ToolStart
 from relay.relay_tools import build_relay_server

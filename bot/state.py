@@ -13,107 +13,26 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
-from bot.errors import BotError
+from bot.errors import ChatBusyError
 from bot.migrations import MIGRATIONS
+from bot.records import (
+    Callback,
+    ChatState,
+    HandoffReview,
+    QueuedInstruction,
+    QueueStatus,
+    ReviewState,
+    Run,
+    RunStatus,
+    StoredUpdate,
+    UpdateStatus,
+)
 from memory.db import Database
 
-__all__ = [
-    "BotState",
-    "Callback",
-    "ChatBusyError",
-    "ChatState",
-    "HandoffReview",
-    "QueueStatus",
-    "QueuedInstruction",
-    "ReviewState",
-    "Run",
-    "RunStatus",
-    "StoredUpdate",
-    "UpdateStatus",
-]
-
-UpdateStatus = Literal["received", "handling", "done", "failed", "interrupted"]
-# "held": waiting when the process died; it runs only if the owner presses Resume.
-QueueStatus = Literal["queued", "running", "done", "failed", "cancelled", "interrupted", "held"]
-RunStatus = Literal["running", "done", "failed", "stopped", "interrupted", "resumed", "dismissed"]
-ReviewState = Literal["pending", "kept", "forgotten", "corrected"]
-
-
-class ChatBusyError(BotError):
-    """A chat already has a running session; one at a time per chat."""
-
-    def __init__(self, chat_id: int) -> None:
-        super().__init__(f"chat {chat_id} already has a running session")
-        self.chat_id = chat_id
-
-
-@dataclass(frozen=True, slots=True)
-class StoredUpdate:
-    update_id: int
-    chat_id: int | None
-    user_id: int | None
-    kind: str
-    payload: dict[str, Any]
-    status: UpdateStatus
-    received_at: float
-    handled_at: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class ChatState:
-    chat_id: int
-    project: str = ""  # "": the default project
-    session_id: str = ""  # what a follow-up continues; "" after /new
-    last_session_id: str = ""  # the latest session, kept across /new for "continue that one"
-    pending_transcript: str = ""
-    pending_correction: str = ""  # session id of a handoff whose correction the next reply is
-
-
-@dataclass(frozen=True, slots=True)
-class QueuedInstruction:
-    id: int
-    chat_id: int
-    text: str
-    source: str
-    status: QueueStatus
-    created_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class Run:
-    id: int
-    chat_id: int
-    instruction: str
-    session_id: str
-    project: str
-    status: RunStatus
-    started_at: float
-    finished_at: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class Callback:
-    token: str
-    chat_id: int
-    user_id: int
-    action: str
-    payload: dict[str, Any]
-    expires_at: float
-    used_at: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class HandoffReview:
-    session_id: str
-    chat_id: int
-    message_id: int | None
-    state: ReviewState
-    correction: str
-    updated_at: float
+__all__ = ["BotState"]
 
 
 def _check(value: str, allowed: Any, what: str) -> None:

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.errors import ChatBusyError
 from bot.migrations import MIGRATIONS
-from bot.state import BotState, ChatBusyError, ChatState
+from bot.records import ChatState
+from bot.state import BotState
 from memory.errors import SchemaTooNewError
 
 
