@@ -144,7 +144,7 @@ class ContentProbe:
         chunks_of = [per_window.get(sid, no_chunks) for sid in sids]
         cs = [(math.fsum(bs) if top > 1 else bs[0]) if bs else 0.0 for bs in chunks_of]
         ss = [whole.get(sid, 0.0) for sid in sids]
-        best_c, best_s = max(cs, default=0.0), max(ss, default=0.0)
+        best_c, best_s = max([0.0, *cs]), max([0.0, *ss])
         named = list(dates) if date_weight > 0 else []
         where = self.where
         ds = [date_match(where[sid][0], named, date_days) for sid in sids] if named else [0.0] * len(sids)
