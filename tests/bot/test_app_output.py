@@ -79,7 +79,8 @@ async def test_commands_are_registered_with_telegram(h: Harness) -> None:
     assert [c["command"] for c in registered] == [name for name, _ in COMMANDS]
 
 
-def test_macupos_bot_refuses_to_start_without_an_allowlist(tmp_path: Path) -> None:
+def test_macupos_bot_refuses_to_start_without_an_allowlist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no .env of the working tree is read
     runner = CliRunner()
     env = {
         "TELEGRAM_BOT_TOKEN": "123:abc",
@@ -87,7 +88,6 @@ def test_macupos_bot_refuses_to_start_without_an_allowlist(tmp_path: Path) -> No
         "MACUPOS_HOME": str(tmp_path / "home"),
         "MACUPOS_ENV_FILE": None,
     }
-    with runner.isolated_filesystem(temp_dir=tmp_path):
-        result = runner.invoke(main, ["bot"], env=env)
+    result = runner.invoke(main, ["bot"], env=env)
     assert result.exit_code != 0
     assert "MACUPOS_ALLOWED_USERS" in result.output and "refuses to start" in result.output
