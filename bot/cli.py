@@ -65,9 +65,6 @@ def bot_command() -> None:
     # secrets from this process so no Claude or Codex child (nor anything they run) can read them.
     for name in BOT_ONLY_SECRETS:
         os.environ.pop(name, None)
-    # python-telegram-bot's durations (a voice note's length, a 429's retry_after) become timedelta in its
-    # next major version and warn as ints until then: opt in now; our code reads both forms.
-    os.environ.setdefault("PTB_TIMEDELTA", "1")
     asyncio.run(run_bot(settings, relay))
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "Sender",
     "escape",
     "format_usage",
+    "ptb_seconds",
 ]
 
 logger = logging.getLogger(__name__)
@@ -53,12 +54,20 @@ def format_usage(tokens: int, cost_usd: float | None) -> str:
     return f"{tokens:,} tokens · {cost}"
 
 
+def ptb_seconds(obj: object, attribute: str) -> float:
+    """A python-telegram-bot duration (a voice note's length, a 429's retry_after) in seconds.
+
+    PTB 22 returns int seconds and warns that its next major version returns a timedelta (or returns one
+    already when PTB_TIMEDELTA is set): both forms are read, and the migration warning is not shown.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        value: Any = getattr(obj, attribute)
+    return value.total_seconds() if isinstance(value, dt.timedelta) else float(value or 0)
+
+
 def _retry_seconds(exc: RetryAfter) -> float:
-    with warnings.catch_warnings():  # PTB 22 deprecates the int form; both forms are handled
-        warnings.simplefilter("ignore")
-        value: Any = exc.retry_after
-    seconds = value.total_seconds() if isinstance(value, dt.timedelta) else float(value)
-    return min(max(seconds, 0.0), _MAX_RETRY_AFTER_S)
+    return min(max(ptb_seconds(exc, "retry_after"), 0.0), _MAX_RETRY_AFTER_S)
 
 
 def _markup(rows: Sequence[Sequence[Button]] | None) -> InlineKeyboardMarkup | None:

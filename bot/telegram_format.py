@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 __all__ = ["markdown_to_html", "plain_text"]
 
-_MAX_HREF = 2048  # longer URLs stay text, so reopening a link after a split always fits in a chunk
+_MAX_HREF = 2048  # longer URLs stay text, so a link reopened after a cut (bot.telegram_split) fits in a chunk
 _LINK_SCHEME = re.compile(r"^(?:https?|tg|mailto):", re.IGNORECASE)
 _ESCAPABLE = frozenset("\\`*_{}[]()#+-.!|~>")
 _MAX_NESTING = 16

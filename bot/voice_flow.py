@@ -7,7 +7,6 @@ The transcript is echoed ("🎙 …") before any work starts; with ``voice_confi
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 import re
 import secrets
@@ -16,7 +15,7 @@ from telegram import Voice
 from telegram.error import TelegramError
 
 from bot.errors import VoiceError
-from bot.progress import escape
+from bot.progress import escape, ptb_seconds
 from bot.services import Services
 from bot.sessions import SessionManager
 from memory.errors import MemoryStoreError
@@ -72,8 +71,7 @@ class VoiceFlow:
                 html_text=False,
             )
             return
-        raw = voice.duration  # PTB 22 gives int seconds, or a timedelta when PTB_TIMEDELTA is set
-        seconds = int(raw.total_seconds()) if isinstance(raw, dt.timedelta) else int(raw or 0)
+        seconds = int(ptb_seconds(voice, "duration"))
         if seconds > MAX_VOICE_SECONDS:
             await s.sender.send(
                 chat_id,

@@ -119,7 +119,8 @@ class TopK:
         return recency_factor((self.now - ts) / DAY_S, self.window), duration_boost(duration_min)
 
     def add(self, sid: str, ts: float, duration_min: float, recency: float, boost: float) -> Candidate:
-        """A new candidate whose :meth:`multiplier` is known."""
+        """A new candidate (``sid`` is not one yet: the content term's, made before any list is read) whose
+        :meth:`multiplier` is known."""
         doc = self.docs[sid] = self.pending[sid] = Candidate(ts, duration_min, recency, boost)
         return doc
 

@@ -19,12 +19,6 @@ _FFMPEG_IN = ["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-i"]
 _FFMPEG_OUT = ["-ar", "48000", "-ac", "1", "-c:a", "libopus", "-b:a", "32k", "-application", "voip"]
 
 
-@pytest.fixture(autouse=True)
-def ptb_timedelta(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As `macupos` does at its edge: python-telegram-bot's durations as timedelta (its int form is deprecated)."""
-    monkeypatch.setenv("PTB_TIMEDELTA", "1")
-
-
 @pytest.fixture
 async def telegram_double() -> AsyncIterator[TelegramDouble]:
     """A started Bot API double on 127.0.0.1; stopped after the test."""

@@ -185,8 +185,6 @@ def test_check_html_accepts_telegram_markup_and_returns_the_visible_text() -> No
         check_html("é <x>")  # offsets are in UTF-8 bytes, as Telegram reports them
 
 
-# PTB 22 warns on every RetryAfter that the attribute becomes a timedelta in v23; the test reads both.
-@pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
 async def test_flood_control_answers_429_with_retry_after(telegram_double: TelegramDouble, bot: Bot) -> None:
     tg = telegram_double
     tg.set_flood(2, retry_after=3)
