@@ -11,6 +11,7 @@ import click
 
 from bot.doctor import doctor_command
 from memory.cli import memory_group
+from memory.errors import SettingsError
 from memory.settings import MemorySettings
 from relay.cli import SETTINGS_KEY, relay_group
 from relay.settings import RelaySettings, read_config_toml
@@ -30,7 +31,10 @@ def main(ctx: click.Context, verbose: int) -> None:
     """
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    memory = MemorySettings.from_env(os.environ)
+    try:
+        memory = MemorySettings.from_env(os.environ)
+    except SettingsError as exc:
+        raise click.ClickException(f"configuration: {exc}") from exc
     ctx.obj = memory
 
     def relay_settings() -> RelaySettings:

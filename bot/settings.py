@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Literal, cast
 
 from bot.errors import BotError
+from memory.errors import SettingsError
 from memory.settings import MemorySettings
 
 __all__ = [
@@ -160,8 +161,12 @@ class BotSettings:
             raise ConfigError(
                 "MACUPOS_WHISPER_BACKEND", f"must be one of {', '.join(WHISPER_BACKENDS)}, not {backend!r}"
             )
+        try:
+            memory = MemorySettings.from_env(merged)
+        except SettingsError as exc:
+            raise ConfigError(exc.setting, str(exc).removeprefix(f"{exc.setting}: ")) from exc
         return cls(
-            memory=MemorySettings.from_env(merged),
+            memory=memory,
             token=token,
             allowed_users=allowed,
             projects=_projects(merged.get("MACUPOS_PROJECTS", ""), here),

@@ -12,7 +12,7 @@ from typing import Any
 
 from memory import index, store
 from memory.db import SCHEMA_VERSION, Database
-from memory.errors import HandoffFormatError, SessionNotFoundError, SourceUnreadableError
+from memory.errors import DestinationError, HandoffFormatError, SessionNotFoundError, SourceUnreadableError
 from memory.grounding import MAX_GROUNDING, grounding_text
 from memory.handoff_format import from_markdown, to_markdown
 from memory.ingest import IngestReport, ProgressFn, extract_pending, ingest
@@ -163,16 +163,18 @@ class Eywa:
         return await store.list_handoffs(self.db.conn, limit=limit, project=project)
 
     async def forget(self, session_id: str) -> list[str]:
-        """Remove a session, its handoff, its subagents, their index entries and mirror files."""
-        view = await self.show(session_id)
+        """Remove a session, its handoff, its subagents, their index entries and mirror files. It stays
+        forgotten: a later ingest or import of it leaves it out."""
+        await self.show(session_id)  # SessionNotFoundError when there is nothing to forget
         async with self.db.write() as conn:
             removed = await store.delete_session(conn, session_id)
-            for sid in removed:
+            for sid, _ in removed:
                 await index.unindex(conn, sid)
                 await index.unindex_content(conn, sid)
-        if view.handoff is not None:
-            remove_quietly(self.settings.handoffs_dir / handoff_relpath(session_id, view.handoff.date))
-        return removed
+        for sid, date in removed:
+            if date:
+                remove_quietly(self.settings.handoffs_dir / handoff_relpath(sid, date))
+        return [sid for sid, _ in removed]
 
     async def import_dir(self, root: Path) -> ImportReport:
         """Adopt handoff files (this format or eywa-mcp's) from a folder tree; a file wins over the stored row."""
@@ -184,6 +186,9 @@ class Eywa:
                 h = from_markdown(path.read_text(encoding="utf-8"), path=path)
             except (HandoffFormatError, UnicodeDecodeError, OSError) as exc:
                 report.rejected.append((str(path), str(exc)))
+                continue
+            if await store.is_forgotten(self.db.conn, h.session_id):
+                report.rejected.append((str(path), f"{h.session_id} was forgotten (macupos memory forget)"))
                 continue
             if h.source not in {"llm", "fallback", "correction"}:
                 h = replace(h, source="import")
@@ -206,12 +211,18 @@ class Eywa:
 
     async def export_dir(self, root: Path) -> int:
         """Write every handoff as `root/YYYY/MM/DD/<session>.md` (the format `import_dir` reads)."""
+        if root.exists() and not root.is_dir():
+            raise DestinationError(root, "not a folder")
         n = 0
         async with self.db.conn.execute(
             "SELECT session_id, date, markdown FROM handoffs ORDER BY ts, session_id"
         ) as cur:
             async for sid, date, markdown in cur:
-                write_atomic(root / handoff_relpath(str(sid), str(date)), str(markdown))
+                path = root / handoff_relpath(str(sid), str(date))
+                try:
+                    write_atomic(path, str(markdown))
+                except OSError as exc:
+                    raise DestinationError(path, exc.strerror or str(exc)) from exc
                 n += 1
         return n
 

@@ -19,7 +19,13 @@ from typing import TypeVar
 
 import aiosqlite
 
-from memory.errors import DatabaseLockedError, MemoryStoreError, NotADatabaseError, SchemaTooNewError
+from memory.errors import (
+    DatabaseLockedError,
+    ForeignDatabaseError,
+    MemoryStoreError,
+    NotADatabaseError,
+    SchemaTooNewError,
+)
 from memory.migrations import MIGRATIONS
 
 __all__ = ["SCHEMA_VERSION", "Database"]
@@ -156,6 +162,11 @@ class Database:
             async with conn.execute("PRAGMA user_version") as cur:
                 row = await cur.fetchone()
             current = int(row[0]) if row else 0
+            if current == 0:
+                async with conn.execute("SELECT count(*) FROM sqlite_master") as cur:
+                    row = await cur.fetchone()
+                if row and row[0]:  # not ours, and not empty: never add our tables to someone else's data
+                    raise ForeignDatabaseError(self.path)
             for version in range(current, target):
                 logger.info("migrating %s to schema %d", self.path, version + 1)
                 for statement in _split_sql(self._migrations[version]):

@@ -7,12 +7,15 @@ from pathlib import Path
 
 __all__ = [
     "DatabaseLockedError",
+    "DestinationError",
     "ExtractionError",
+    "ForeignDatabaseError",
     "HandoffFormatError",
     "MemoryStoreError",
     "NotADatabaseError",
     "SchemaTooNewError",
     "SessionNotFoundError",
+    "SettingsError",
     "SourceUnreadableError",
     "SyncConflictError",
     "SyncError",
@@ -28,6 +31,16 @@ class MemoryStoreError(Exception):
 class NotADatabaseError(MemoryStoreError):
     def __init__(self, path: Path) -> None:
         super().__init__(f"{path} is not a Macupos memory database (not SQLite, or damaged)")
+        self.path = path
+
+
+class ForeignDatabaseError(NotADatabaseError):
+    """An SQLite file of another program where ours should be: it is left exactly as it is."""
+
+    def __init__(self, path: Path) -> None:
+        MemoryStoreError.__init__(
+            self, f"{path} is an SQLite database of another program (tables, but no Macupos schema): left untouched"
+        )
         self.path = path
 
 
@@ -54,6 +67,22 @@ class SourceUnreadableError(MemoryStoreError):
         super().__init__(f"cannot read {path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class DestinationError(MemoryStoreError):
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"cannot write to {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class SettingsError(MemoryStoreError, ValueError):
+    """A setting (environment variable or config.toml entry) whose value cannot be used."""
+
+    def __init__(self, setting: str, value: object, reason: str) -> None:
+        super().__init__(f"{setting}: {reason}" + ("" if value is None else f" (got {value!r})"))
+        self.setting = setting
+        self.value = value
 
 
 class SessionNotFoundError(MemoryStoreError):

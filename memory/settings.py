@@ -6,12 +6,17 @@ Library code never reads ``os.environ``: the CLI (or the bot) passes its environ
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from memory.errors import SettingsError
 
 __all__ = ["MemorySettings"]
+
+_N = TypeVar("_N", int, float)
 
 DEFAULT_LLM_MODEL = "claude-haiku-4-5"
 
@@ -57,20 +62,41 @@ class MemorySettings:
     def from_env(cls, env: Mapping[str, str], toml_path: Path | None = None) -> MemorySettings:
         """Build settings from an environment mapping plus the optional ``[memory]`` table of a TOML file.
 
-        Precedence: environment over TOML over defaults.
+        Precedence: environment over TOML over defaults. A value that cannot be used (not a number, an
+        unknown timezone, a malformed TOML file) raises :class:`SettingsError` naming the setting.
         """
         user_home = Path(env.get("HOME") or Path.home())
         home = Path(env.get("MACUPOS_HOME") or user_home / ".macupos").expanduser()
         toml_file = toml_path or (Path(env["MACUPOS_CONFIG"]) if env.get("MACUPOS_CONFIG") else home / "config.toml")
         table: dict[str, Any] = {}
         if toml_file.is_file():
-            with toml_file.open("rb") as fh:
-                table = dict(tomllib.load(fh).get("memory", {}))
+            try:
+                with toml_file.open("rb") as fh:
+                    memory_table = tomllib.load(fh).get("memory", {})
+            except (OSError, tomllib.TOMLDecodeError) as exc:
+                raise SettingsError(str(toml_file), None, f"not a readable TOML file: {exc}") from exc
+            if not isinstance(memory_table, dict):
+                raise SettingsError(f"{toml_file} [memory]", memory_table, "must be a table")
+            table = dict(memory_table)
 
         def pick(env_key: str, toml_key: str, default: Any) -> Any:
             if env.get(env_key):
                 return env[env_key]
             return table.get(toml_key, default)
+
+        def number(kind: Callable[[Any], _N], env_key: str, toml_key: str, default: _N) -> _N:
+            value = pick(env_key, toml_key, default) if env_key else table.get(toml_key, default)
+            try:
+                return kind(value)
+            except (TypeError, ValueError) as exc:
+                name = f"{env_key} (or [memory] {toml_key})" if env_key else f"[memory] {toml_key}"
+                raise SettingsError(name, value, "not a number") from exc
+
+        timezone = str(pick("MACUPOS_TIMEZONE", "timezone", "UTC"))
+        try:
+            ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise SettingsError("MACUPOS_TIMEZONE (or [memory] timezone)", timezone, "not an IANA timezone") from exc
 
         secrets_raw = pick("MACUPOS_SECRETS", "own_secrets", ())
         if isinstance(secrets_raw, str):
@@ -82,18 +108,18 @@ class MemorySettings:
             home=home,
             claude_config_dir=Path(env.get("CLAUDE_CONFIG_DIR") or user_home / ".claude").expanduser(),
             codex_home=Path(env.get("CODEX_HOME") or user_home / ".codex").expanduser(),
-            timezone=str(pick("MACUPOS_TIMEZONE", "timezone", "UTC")),
-            window_days=float(pick("MACUPOS_MEMORY_WINDOW_DAYS", "window_days", 14.0)),
-            max_handoffs=min(5, int(pick("MACUPOS_MEMORY_MAX_HANDOFFS", "max_handoffs", 5))),
+            timezone=timezone,
+            window_days=number(float, "MACUPOS_MEMORY_WINDOW_DAYS", "window_days", 14.0),
+            max_handoffs=min(5, number(int, "MACUPOS_MEMORY_MAX_HANDOFFS", "max_handoffs", 5)),
             own_secrets=own,
             llm_model=str(pick("MACUPOS_MEMORY_MODEL", "llm_model", DEFAULT_LLM_MODEL)),
             llm_enabled=llm_flag not in {"0", "false", "no", "off"},
-            llm_timeout_s=float(pick("MACUPOS_MEMORY_LLM_TIMEOUT", "llm_timeout_s", 120.0)),
-            extract_concurrency=max(1, int(pick("MACUPOS_MEMORY_CONCURRENCY", "extract_concurrency", 2))),
-            tool_output_limit=int(table.get("tool_output_limit", 2000)),
-            hook_budget_s=float(table.get("hook_budget_s", 5.0)),
-            facts_half_life_days=float(pick("MACUPOS_FACTS_HALF_LIFE_DAYS", "facts_half_life_days", 30.0)),
-            facts_push_every_s=float(pick("MACUPOS_FACTS_PUSH_EVERY_S", "facts_push_every_s", 600.0)),
-            facts_pull_every_s=float(pick("MACUPOS_FACTS_PULL_EVERY_S", "facts_pull_every_s", 1800.0)),
+            llm_timeout_s=number(float, "MACUPOS_MEMORY_LLM_TIMEOUT", "llm_timeout_s", 120.0),
+            extract_concurrency=max(1, number(int, "MACUPOS_MEMORY_CONCURRENCY", "extract_concurrency", 2)),
+            tool_output_limit=number(int, "", "tool_output_limit", 2000),
+            hook_budget_s=number(float, "", "hook_budget_s", 5.0),
+            facts_half_life_days=number(float, "MACUPOS_FACTS_HALF_LIFE_DAYS", "facts_half_life_days", 30.0),
+            facts_push_every_s=number(float, "MACUPOS_FACTS_PUSH_EVERY_S", "facts_push_every_s", 600.0),
+            facts_pull_every_s=number(float, "MACUPOS_FACTS_PULL_EVERY_S", "facts_pull_every_s", 1800.0),
             claude_env={k: v for k, v in env.items() if k.startswith(("ANTHROPIC_", "CLAUDE_"))},
         )

@@ -14,7 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def macupos(home: Path, *args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def macupos(
+    home: Path, *args: str, stdin: str | None = None, timeout: float = 120, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "ANTHROPIC_", "CLAUDE_"))},
         "MACUPOS_HOME": str(home / "data"),
@@ -22,6 +24,7 @@ def macupos(home: Path, *args: str, stdin: str | None = None, timeout: float = 1
         "CODEX_HOME": str(home / "codex"),
         "HOME": str(home),
         "MACUPOS_MEMORY_LLM": "0",
+        **(extra_env or {}),
     }
     return subprocess.run(
         [sys.executable, "-m", "bot.cli", "memory", *args],
@@ -114,6 +117,43 @@ def test_newer_schema_is_a_clear_error(home: Path) -> None:
     r = macupos(home, "get", "anything")
     assert r.returncode == 1
     assert "newer than this Macupos understands" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_another_programs_sqlite_file_is_left_untouched(home: Path) -> None:
+    (home / "data").mkdir()
+    conn = sqlite3.connect(home / "data" / "memory.db")
+    conn.execute("CREATE TABLE their_notes(body TEXT)")
+    conn.close()
+    r = macupos(home, "stats")
+    assert r.returncode == 1
+    assert "another program" in r.stderr and "Traceback" not in r.stderr
+    tables = sqlite3.connect(home / "data" / "memory.db").execute("SELECT name FROM sqlite_master").fetchall()
+    assert tables == [("their_notes",)]
+
+
+@pytest.mark.parametrize(
+    ("extra_env", "config", "expected"),
+    [
+        ({"MACUPOS_TIMEZONE": "Mars/Olympus"}, "", "MACUPOS_TIMEZONE (or [memory] timezone): not an IANA timezone"),
+        ({"MACUPOS_MEMORY_WINDOW_DAYS": "abc"}, "", "MACUPOS_MEMORY_WINDOW_DAYS (or [memory] window_days): not a"),
+        ({}, "[memory]\ntool_output_limit = 'lots'\n", "[memory] tool_output_limit: not a number"),
+        ({}, "x = [\n", "not a readable TOML file"),
+    ],
+)
+def test_a_bad_setting_is_named_in_one_line(home: Path, extra_env: dict[str, str], config: str, expected: str) -> None:
+    if config:
+        (home / "data").mkdir()
+        (home / "data" / "config.toml").write_text(config)
+    r = macupos(home, "stats", extra_env=extra_env)
+    assert r.returncode == 1
+    assert expected in r.stderr and "Traceback" not in r.stderr
+
+
+def test_export_to_a_file_is_a_clear_error(home: Path) -> None:
+    (home / "a-file").write_text("")
+    r = macupos(home, "export", str(home / "a-file"))
+    assert r.returncode == 1
+    assert "cannot write to" in r.stderr and "not a folder" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_unknown_session_is_a_clear_error(home: Path) -> None:

@@ -175,6 +175,23 @@ async def test_forget_removes_and_stays_forgotten(settings: MemorySettings, tran
     assert not list(settings.handoffs_dir.rglob("test-session-id.md"))
 
 
+async def test_forget_takes_the_subagents_mirror_files_and_an_import_does_not_bring_them_back(
+    settings: MemorySettings, transcripts: Path, tmp_path: Path
+) -> None:
+    parent = "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358"  # a session with an inline sidechain (one subagent)
+    async with await Eywa.open(settings) as eywa:
+        await eywa.ingest([transcripts / "daaain_new" / "sidechain_integrated_trimmed.jsonl"], use_llm=False)
+        await eywa.export_dir(tmp_path / "before")
+        mirrored = sorted(p.name for p in settings.handoffs_dir.rglob(f"{parent}*.md"))
+        removed = await eywa.forget(parent)
+        report = await eywa.import_dir(tmp_path / "before")
+        listed = [r.session_id for r in await eywa.list_handoffs(limit=100)]
+    assert len(mirrored) == 2 and len(removed) == 2  # the session and its subagent
+    assert not list(settings.handoffs_dir.rglob(f"{parent}*.md"))
+    assert report.imported == 0 and all("was forgotten" in why for _, why in report.rejected)
+    assert not set(removed) & set(listed)
+
+
 async def test_export_then_import_round_trips(settings: MemorySettings, transcripts: Path, tmp_path: Path) -> None:
     async with await Eywa.open(settings) as eywa:
         await eywa.ingest([transcripts], use_llm=False)
