@@ -16,6 +16,7 @@ from typing import Any
 
 from memory.handoff_format import normalize_keyword
 from memory.models import BlockKind, Entry, Handoff, SessionKind, Transcript
+from memory.redact import MARKER_RE
 
 __all__ = ["base_handoff", "extract_fallback", "user_requests"]
 
@@ -259,7 +260,8 @@ def _projects(t: Transcript, paths: list[str]) -> list[str]:
 
 def _terms(text: str) -> Iterable[tuple[str, bool]]:
     """(term, is_identifier) for each distinctive-looking token of ``text``."""
-    for raw in _WORD.findall(_URL.sub(" ", text).replace("\u2019", "'")):
+    # Redaction markers say a secret was here, nothing about the session: never a keyword.
+    for raw in _WORD.findall(_URL.sub(" ", MARKER_RE.sub(" ", text)).replace("\u2019", "'")):
         raw = raw.strip("._-/")
         if "/" in raw:
             raw = raw.rsplit("/", 1)[-1]

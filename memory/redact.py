@@ -94,7 +94,8 @@ def _jwt(m: re.Match[str]) -> str | None:
     return marker("jwt")
 
 
-_URL_RE = re.compile(r"://([^:/?#\[\]@\s\"'<>\\]+):([^/?#\[\]@\s\"'<>\\]+)@")
+# The user may be empty: redis://:password@host.
+_URL_RE = re.compile(r"://([^:/?#\[\]@\s\"'<>\\]*):([^/?#\[\]@\s\"'<>\\]+)@")
 
 
 def _url_password(m: re.Match[str]) -> str | None:
@@ -171,6 +172,9 @@ _RULES: tuple[_Rule, ...] = (
         replace=_token("stripe-key"),
     ),
     _Rule("google-api-key", "AIza", r"AIza[0-9A-Za-z_-]{35}", replace=_token("google-api-key")),
+    _Rule("gitlab-token", "glpat-", r"glpat-[0-9A-Za-z_-]{20,}", replace=_token("gitlab-token")),
+    _Rule("huggingface-token", "hf_", r"hf_[A-Za-z0-9]{30,}", replace=_token("huggingface-token")),
+    _Rule("npm-token", "npm_", r"npm_[A-Za-z0-9]{36}", replace=_token("npm-token")),
     _Rule(
         "telegram-bot-token",
         ":AA",
@@ -192,7 +196,8 @@ _HIT_RE = re.compile(
 _HIT_WORDS_LOW = ("key", "secret", "pass", "pwd", "token", "credential")
 _HIT_WORDS = tuple(v for w in _HIT_WORDS_LOW for v in (w, w.capitalize(), w.upper()))
 _VALUE_RE = re.compile(
-    r"(?P<q>\\?[\"'`])(?P<qv>[^\s\"'`\\]{1,512})(?P=q)|(?P<uv>[^\s\"'`,;(){}\[\]<>\\]{1,512})(?P<after>[(.]?)"
+    # A quoted value may hold spaces (a passphrase); an unquoted one ends at the first.
+    r"(?P<q>\\?[\"'`])(?P<qv>[^\r\n\"'`\\]{1,512})(?P=q)|(?P<uv>[^\s\"'`,;(){}\[\]<>\\]{1,512})(?P<after>[(.]?)"
 )
 _KEYWORDS = (*DENYLIST, "token", "credentials?", "passphrase", "access_?key", "secret_?key", "signing_?key")
 _SECRET_NAME_RE = re.compile(r"(?:{})$|(?:^|_)pass$".format("|".join(_KEYWORDS)))

@@ -191,6 +191,16 @@ def test_keywords_are_specific_hyphenated_and_idf_ranks_rare_terms_first() -> No
     assert "macupos" not in h.keywords  # already a project
 
 
+def test_redaction_markers_never_become_keywords() -> None:
+    t = transcript(
+        user("rotate the [REDACTED:anthropic-key] used by the deploy-webhook service"),
+        assistant(say("Rotated; the old [REDACTED:password-in-url] is gone from deploy-webhook.")),
+    )
+    keywords = extract_fallback(t).keywords
+    assert "deploy-webhook" in keywords
+    assert not {"redacted", "anthropic-key", "password-in-url"} & set(keywords)
+
+
 def test_extraction_is_deterministic_and_round_trips_through_markdown() -> None:
     a, b = extract_fallback(work_session()), extract_fallback(work_session())
     assert a == b

@@ -55,6 +55,11 @@ PEM = (
         ('{"api_key": "zzzzqwerty12"}', "zzzzqwerty12", "env-assignment"),
         ("client = Client(apiKey='Qw3rty!!x')", "Qw3rty!!x", "env-assignment"),
         ('raw {"command":"export TOKEN=\\"abc-def-123\\" && run"}', "abc-def-123", "env-assignment"),
+        ('{"password": "correct horse battery staple"}', "horse battery", "env-assignment"),
+        ("cache redis://:s3cretpass@localhost:6379/0", "s3cretpass", "password-in-url"),
+        ("gitlab glpat-AbCdEf1234567890XyZ_12 ok", "glpat-AbCd", "gitlab-token"),
+        ("hub hf_AbCdEfGhIjKlMnOpQrStUvWxYz12345678 ok", "hf_AbCd", "huggingface-token"),
+        ("npm npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 ok", "npm_AbCd", "npm-token"),
     ],
 )
 def test_each_kind_of_secret_is_replaced_by_its_marker(text: str, secret: str, kind: str) -> None:
