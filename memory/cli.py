@@ -154,25 +154,28 @@ async def get_cmd(
     from memory.grounding import explain_text
 
     if queries is not None:
+        if query or project or days_back is not None or as_of is not None:
+            raise click.UsageError(
+                "--queries takes each query's text and options from its lines: give no QUERY, "
+                "--project, --days-back or --as-of with it"
+            )
         for n, line in enumerate(queries, 1):
             if not line.strip():
                 continue
             try:
-                spec = json.loads(line)
-                if not isinstance(spec, dict):
-                    raise ValueError("not an object")
-                when = parse_instant(str(spec["as_of"])) if spec.get("as_of") else None
+                spec = _query_spec(json.loads(line), max_k)
             except ValueError as exc:
                 click.echo(json.dumps({"line": n, "error": f"invalid query line: {exc}"}))
                 continue
             g = await eywa.get(
-                str(spec.get("query", "")),
-                project=spec.get("project"),
-                days_back=spec.get("days_back"),
-                max_handoffs=int(spec.get("max", max_k)),
-                as_of=when,
+                spec["query"],
+                project=spec["project"],
+                days_back=spec["days_back"],
+                max_handoffs=spec["max"],
+                as_of=spec["as_of"],
             )
-            click.echo(json.dumps({"query": spec.get("query", ""), "results": [_result_json(r) for r in g.results]}))
+            results = [_result_json(r, explain) for r in g.results]
+            click.echo(json.dumps({"query": spec["query"], "results": results}))
         return
     g = await eywa.get(query, project=project, days_back=days_back, max_handoffs=max_k, as_of=as_of)
     if as_json:
@@ -181,6 +184,23 @@ async def get_cmd(
         click.echo(explain_text(g.results))
     else:
         click.echo(g.text)
+
+
+def _query_spec(spec: Any, default_max: int) -> dict[str, Any]:
+    """One --queries line, checked: ValueError names what is wrong."""
+    if not isinstance(spec, dict):
+        raise ValueError("not a JSON object")
+    query, project, days_back, k = spec.get("query", ""), spec.get("project"), spec.get("days_back"), spec.get("max")
+    if not isinstance(query, str):
+        raise ValueError("query must be a string")
+    if project is not None and not isinstance(project, str):
+        raise ValueError("project must be a string")
+    if days_back is not None and (isinstance(days_back, bool) or not isinstance(days_back, int | float)):
+        raise ValueError("days_back must be a number")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ValueError("max must be a positive integer")
+    when = parse_instant(str(spec["as_of"])) if spec.get("as_of") else None
+    return {"query": query, "project": project, "days_back": days_back, "max": k or default_max, "as_of": when}
 
 
 def _result_json(r: Any, explain: bool = False) -> dict[str, Any]:
@@ -277,6 +297,8 @@ async def stats_cmd(eywa: Any, as_json: bool) -> None:
         click.echo(json.dumps(s, indent=2, sort_keys=True))
         return
     for key, value in s.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items()) or "none"
         click.echo(f"{key}: {value}")
 
 

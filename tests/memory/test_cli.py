@@ -72,6 +72,8 @@ def test_ingest_then_get_show_list_stats(home: Path, transcripts: Path) -> None:
     r = macupos(home, "stats", "--json")
     stats = json.loads(r.stdout)
     assert stats["handoffs"] >= 15 and stats["schema_version"] >= 1
+    plain = macupos(home, "stats").stdout
+    assert f"handoffs: {stats['handoffs']}" in plain and "sessions: main " in plain and "{" not in plain
 
 
 def test_queries_file_answers_one_line_per_query(home: Path, transcripts: Path, tmp_path: Path) -> None:
@@ -85,14 +87,22 @@ def test_queries_file_answers_one_line_per_query(home: Path, transcripts: Path, 
         + "\n"
         + json.dumps({"query": "goodbye", "max": 1, "days_back": 10000})
         + "\n"
+        + json.dumps({"query": 5})
+        + "\n"
+        + json.dumps({"query": "hello", "max": "three"})
+        + "\n"
     )
-    r = macupos(home, "get", "--queries", str(qfile))
+    r = macupos(home, "get", "--queries", str(qfile), "--explain")
     assert r.returncode == 0, r.stderr
     lines = [json.loads(x) for x in r.stdout.splitlines()]
-    assert len(lines) == 4
+    assert len(lines) == 6
+    assert lines[0]["results"] and "explain" in lines[0]["results"][0]
     assert lines[1]["error"].startswith("invalid query line")
     assert lines[2]["error"].startswith("invalid query line")
     assert len(lines[3]["results"]) <= 1
+    assert "query must be a string" in lines[4]["error"] and "max must be" in lines[5]["error"]
+    both = macupos(home, "get", "hello", "--queries", str(qfile))
+    assert both.returncode == 2 and "give no QUERY" in both.stderr
 
 
 def test_missing_path_is_a_clear_error(home: Path) -> None:
