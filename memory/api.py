@@ -13,7 +13,7 @@ from typing import Any
 from memory import index, store
 from memory.db import SCHEMA_VERSION, Database
 from memory.errors import DestinationError, HandoffFormatError, SessionNotFoundError, SourceUnreadableError
-from memory.grounding import MAX_GROUNDING, grounding_text
+from memory.grounding import MAX_GROUNDING, grounding_text, strip_frontmatter
 from memory.handoff_format import from_markdown, to_markdown
 from memory.ingest import IngestReport, ProgressFn, extract_pending, ingest
 from memory.mirror import handoff_relpath, iter_handoff_files, remove_quietly, write_atomic
@@ -206,6 +206,17 @@ class Eywa:
                     substance=h.substance,
                     kind=h.kind.value,
                 )
+                async with conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (h.session_id,)) as cur:
+                    has_transcript = await cur.fetchone() is not None
+                if not has_transcript:
+                    # A handoff-only session: its own text is all there is to recall its details by.
+                    await index.index_content(
+                        conn,
+                        session_id=h.session_id,
+                        kind=h.kind.value,
+                        parent_id=h.parent_id,
+                        body=strip_frontmatter(markdown),
+                    )
             report.imported += 1
         return report
 

@@ -192,6 +192,33 @@ async def test_forget_takes_the_subagents_mirror_files_and_an_import_does_not_br
     assert not set(removed) & set(listed)
 
 
+async def test_an_imported_handoff_without_a_transcript_is_recalled_by_its_text(
+    settings: MemorySettings, tmp_path: Path
+) -> None:
+    from memory.handoff_format import to_markdown
+    from memory.models import Handoff
+
+    h = Handoff(
+        session_id="eywa-import-1",
+        date="2026-03-02T10:00:00+00:00",
+        headline="Index tuning for the search service",
+        projects=["search-service"],
+        keywords=["postings"],
+        substance=2,
+        insights=["Skip pointers help long posting lists more than caching does."],
+        source="import",
+    )
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "eywa-import-1.md").write_text(to_markdown(h))
+    async with await Eywa.open(settings) as eywa:
+        report = await eywa.import_dir(tmp_path / "tree")
+        hits = await eywa.search("skip pointers")
+        grounded = await eywa.get("skip pointers caching")
+    assert report.imported == 1
+    assert [hit.session_id for hit in hits] == ["eywa-import-1"]
+    assert [r.session_id for r in grounded.results] == ["eywa-import-1"]
+
+
 async def test_export_then_import_round_trips(settings: MemorySettings, transcripts: Path, tmp_path: Path) -> None:
     async with await Eywa.open(settings) as eywa:
         await eywa.ingest([transcripts], use_llm=False)
