@@ -101,6 +101,7 @@ async def ingest_cmd(
         "unknown_types_skipped": dict(sorted(report.types_skipped.items())),
         "missing": report.missing,
         "unreadable": [{"path": p, "reason": r} for p, r in report.unreadable],
+        "session_id_clashes": [{"session_id": s, "kept": k, "also_in": o} for s, k, o in report.clashes],
     }
     if as_json:
         click.echo(json.dumps(summary, indent=2, sort_keys=True))
@@ -121,6 +122,8 @@ async def ingest_cmd(
             click.echo(f"  missing: {path}", err=True)
         for path, reason in report.unreadable:
             click.echo(f"  unreadable: {path}: {reason}", err=True)
+        for sid, kept, other in report.clashes:
+            click.echo(f"  session {sid} is in two files; kept {kept}, not {other}", err=True)
     if (report.missing or report.unreadable) and not report.files_seen:
         raise click.ClickException("nothing could be read")
 

@@ -59,6 +59,8 @@ class IngestReport:
     missing: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     session_ids: list[str] = field(default_factory=list)  # sessions new or updated by this run
+    # (session id, the file whose content it now has, the other file that also holds it): the last read wins
+    clashes: list[tuple[str, str, str]] = field(default_factory=list)
 
     def add_problems(self, problems: Sequence[LineProblem]) -> None:
         for p in problems:
@@ -181,6 +183,10 @@ async def _ingest_file(
                 report.sessions_new += 1
             else:
                 report.sessions_updated += 1
+                other = existing.source_path
+                if other != t.source_path and await asyncio.to_thread(_another_file, Path(other), src.path):
+                    logger.info("session %s is in %s and in %s; keeping the latter", t.session_id, other, src.path)
+                    report.clashes.append((t.session_id, t.source_path, other))
             await store.put_session(
                 conn, t, markdown=markdown, content_sha=content_sha, duration_min=session_duration_min(t)
             )
@@ -194,6 +200,14 @@ async def _ingest_file(
             store.SourceRow(key, size, mtime_ns, sha, tuple(t.session_id for t, _ in rendered), len(problems)),
         )
     logger.info("stored %s (%d sessions)", src.path, len(rendered))
+
+
+def _another_file(other: Path, this: Path) -> bool:
+    """``other`` still exists and is not ``this`` file under another name."""
+    try:
+        return other.is_file() and not other.samefile(this)
+    except OSError:
+        return False
 
 
 async def _idf_table(conn: aiosqlite.Connection, markdown: str) -> Callable[[str], float]:
