@@ -164,7 +164,9 @@ async def _ingest_file(
     for t in transcripts:
         problems.extend(t.problems)
         report.types_skipped.update(t.skipped_types)
-    report.add_problems(problems)
+    # A grown file is read again from its start: its old bad lines were reported when they were new.
+    seen = await store.problem_lines(db.conn, key) if old is not None and not force else set()
+    report.add_problems([p for p in problems if (p.line_no, p.reason) not in seen])
     rendered = [
         (t, render_markdown(t, timezone=settings.timezone, tool_output_limit=settings.tool_output_limit))
         for t in transcripts

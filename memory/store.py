@@ -25,6 +25,7 @@ __all__ = [
     "link_parent",
     "list_handoffs",
     "now_iso",
+    "problem_lines",
     "put_handoff",
     "put_problems",
     "put_session",
@@ -119,6 +120,12 @@ async def put_source(conn: aiosqlite.Connection, row: SourceRow) -> None:
             now_iso(),
         ),
     )
+
+
+async def problem_lines(conn: aiosqlite.Connection, path: str) -> set[tuple[int, str]]:
+    """(line, reason) of every line of ``path`` skipped when it was last read."""
+    async with conn.execute("SELECT line_no, reason FROM problems WHERE path = ?", (path,)) as cur:
+        return {(int(n), str(r)) for n, r in await cur.fetchall()}
 
 
 async def put_problems(conn: aiosqlite.Connection, path: str, problems: Sequence[LineProblem]) -> None:

@@ -62,6 +62,29 @@ async def test_grown_file_updates_only_its_session(settings: MemorySettings, tra
     assert view.session is not None and "farewell docstring" in view.session.markdown
 
 
+async def test_a_grown_file_reports_only_its_new_bad_lines(settings: MemorySettings, tmp_path: Path) -> None:
+    def user_line(n: int, text: str) -> str:
+        return json.dumps(
+            {
+                "type": "user",
+                "timestamp": f"2025-12-24T10:0{n}:00.000Z",
+                "sessionId": "grow",
+                "uuid": f"u{n}",
+                "message": {"role": "user", "content": text},
+            }
+        )
+
+    path = tmp_path / "grow.jsonl"
+    path.write_text(user_line(1, "start the work") + "\n{not json\n")
+    async with await Eywa.open(settings) as eywa:
+        first = await eywa.ingest([path], use_llm=False)
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(user_line(2, "carry on") + "\n{also not json\n")
+        second = await eywa.ingest([path], use_llm=False)
+    assert [p.line_no for p in first.problems] == [2]
+    assert [p.line_no for p in second.problems] == [4] and sum(second.lines_skipped.values()) == 1
+
+
 async def test_half_written_last_line_is_tolerated_then_completed(settings: MemorySettings, transcripts: Path) -> None:
     path = transcripts / "simonw" / "sample_session.jsonl"
     line = json.dumps(
