@@ -217,10 +217,15 @@ def _title(entries: list[Entry]) -> str:
 
 
 def parse_codex_file(
-    path: Path, *, redact: Callable[[str], str] = identity, tool_output_limit: int = 2000
+    path: Path,
+    *,
+    redact: Callable[[str], str] = identity,
+    tool_output_limit: int = 2000,
+    on_bytes: Callable[[int], None] | None = None,
 ) -> Transcript:
-    """Parse one Codex rollout. Raises ``OSError`` only when the file cannot be read; bad lines are problems."""
-    reader = ReadStats(str(path))
+    """Parse one Codex rollout. Raises ``OSError`` only when the file cannot be read; bad lines are problems.
+    ``on_bytes`` is told how far the read has got, every few megabytes."""
+    reader = ReadStats(str(path), on_bytes=on_bytes)
     rollout = _Rollout(TextClipper(redact, tool_output_limit))
     with path.open("rb") as fh:
         for line in iter_json_lines(fh, reader):

@@ -9,6 +9,7 @@ with bounded concurrency, so a failed or slow extraction never blocks indexing o
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import math
@@ -38,7 +39,9 @@ __all__ = ["IngestReport", "ProgressFn", "extract_pending", "ingest", "session_d
 
 logger = logging.getLogger(__name__)
 
-ProgressFn = Callable[[int, int, str], None]  # (bytes done, bytes total, current path)
+# (bytes done, bytes total, current path): after each file, and every few megabytes inside a long one, from
+# the thread that parses it.
+ProgressFn = Callable[[int, int, str], None]
 _MAX_PROBLEMS_KEPT = 200
 
 
@@ -85,15 +88,18 @@ def _file_digest(path: Path) -> tuple[int, int, str]:
     return st.st_size, st.st_mtime_ns, h.hexdigest()
 
 
-def _parse(src: SourceFile, redactor: Redactor, limit: int) -> list[Transcript]:
+def _parse(
+    src: SourceFile, redactor: Redactor, limit: int, on_bytes: Callable[[int], None] | None = None
+) -> list[Transcript]:
     if src.kind == "codex":
-        return [parse_codex_file(src.path, redact=redactor, tool_output_limit=limit)]
+        return [parse_codex_file(src.path, redact=redactor, tool_output_limit=limit, on_bytes=on_bytes)]
     return parse_claude_file(
         src.path,
         redact=redactor,
         tool_output_limit=limit,
         parent_hint=src.parent_hint,
         agent_hint=src.agent_hint,
+        on_bytes=on_bytes,
     )
 
 
@@ -130,8 +136,11 @@ async def ingest(
         if src.path not in sizes:
             continue
         report.files_seen += 1
+        on_bytes = None
+        if progress:
+            on_bytes = functools.partial(_tell, progress, done, total, str(src.path))
         try:
-            await _ingest_file(db, settings, src, redactor, report, force=force)
+            await _ingest_file(db, settings, src, redactor, report, force=force, on_bytes=on_bytes)
         except SourceUnreadableError as exc:
             report.unreadable.append((str(exc.path), exc.reason))
         done += sizes[src.path]
@@ -142,8 +151,19 @@ async def ingest(
     return report
 
 
+def _tell(progress: ProgressFn, before: int, total: int, path: str, read: int) -> None:
+    progress(before + read, total, path)
+
+
 async def _ingest_file(
-    db: Database, settings: MemorySettings, src: SourceFile, redactor: Redactor, report: IngestReport, *, force: bool
+    db: Database,
+    settings: MemorySettings,
+    src: SourceFile,
+    redactor: Redactor,
+    report: IngestReport,
+    *,
+    force: bool,
+    on_bytes: Callable[[int], None] | None = None,
 ) -> None:
     key = str(src.path.resolve())
     try:
@@ -156,7 +176,7 @@ async def _ingest_file(
         report.sessions_unchanged += len(old.session_ids)
         return
     try:
-        transcripts = await asyncio.to_thread(_parse, src, redactor, settings.tool_output_limit)
+        transcripts = await asyncio.to_thread(_parse, src, redactor, settings.tool_output_limit, on_bytes)
     except OSError as exc:
         raise SourceUnreadableError(src.path, exc.strerror or str(exc)) from exc
     report.bytes_read += size

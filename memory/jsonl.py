@@ -16,6 +16,7 @@ from memory.models import LineProblem
 __all__ = ["MAX_LINE_BYTES", "PROSE_FACTOR", "JsonLine", "ReadStats", "TextClipper", "identity", "iter_json_lines"]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a longer line is skipped whole, so one runaway line cannot exhaust memory
+PROGRESS_STEP = 4 * 1024 * 1024  # how often a long read tells its progress
 _REDACT_MARGIN = 256  # redact a little past the cut so a secret straddling it is still recognised
 _DECODER = json.JSONDecoder()
 
@@ -38,6 +39,8 @@ class ReadStats:
     problems: list[LineProblem] = field(default_factory=list)
     lines_read: int = 0
     bytes_read: int = 0
+    on_bytes: Callable[[int], None] | None = None  # told bytes_read every PROGRESS_STEP bytes (a progress bar)
+    next_report: int = PROGRESS_STEP
 
     def problem(self, line_no: int, reason: str) -> None:
         self.problems.append(LineProblem(self.path, line_no, reason))
@@ -52,6 +55,9 @@ def iter_json_lines(fh: IO[bytes], reader: ReadStats) -> Iterator[JsonLine]:
         reader.lines_read += 1
         reader.bytes_read += len(raw)
         line_no = reader.lines_read
+        if reader.on_bytes is not None and reader.bytes_read >= reader.next_report:
+            reader.on_bytes(reader.bytes_read)
+            reader.next_report = reader.bytes_read + PROGRESS_STEP
         ends_nl = raw.endswith(b"\n")
         if len(raw) > MAX_LINE_BYTES and not ends_nl:
             while (more := fh.readline(1 << 20)) and not more.endswith(b"\n"):

@@ -285,14 +285,16 @@ def parse_claude_file(
     session_hint: str = "",
     parent_hint: str = "",
     agent_hint: str = "",
+    on_bytes: Callable[[int], None] | None = None,
 ) -> list[Transcript]:
     """Parse one Claude Code transcript file: ``[main, *inline subagents]``, or ``[subagent]`` for an agent file.
 
     Raises ``OSError`` only when the file cannot be opened or read; bad lines are `LineProblem`s.
+    ``on_bytes`` is told how far the read has got, every few megabytes (from the calling thread).
     """
     subagent_file = bool(agent_hint) or path.name.startswith("agent-") or path.parent.name == "subagents"
     clip = TextClipper(redact, tool_output_limit)
-    reader = ReadStats(str(path))
+    reader = ReadStats(str(path), on_bytes=on_bytes)
     parser = _Parser(clip, subagent_file)
     for line in _read_records(path, reader):
         parser.feed(line, reader)

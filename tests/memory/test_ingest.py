@@ -85,6 +85,23 @@ async def test_a_grown_file_reports_only_its_new_bad_lines(settings: MemorySetti
     assert [p.line_no for p in second.problems] == [4] and sum(second.lines_skipped.values()) == 1
 
 
+async def test_progress_moves_inside_a_long_file(settings: MemorySettings, tmp_path: Path) -> None:
+    path = tmp_path / "long.jsonl"
+    filler = "x" * 4000
+    with path.open("w", encoding="utf-8") as fh:
+        for n in range(3000):  # ~12 MB
+            message = {"role": "user", "content": filler}
+            line = {"type": "user", "sessionId": "long", "uuid": f"u{n}", "message": message}
+            fh.write(json.dumps(line) + "\n")
+    size = path.stat().st_size
+    calls: list[tuple[int, int]] = []
+    async with await Eywa.open(settings) as eywa:
+        await eywa.ingest([path], use_llm=False, extract=False, progress=lambda d, t, _: calls.append((d, t)))
+    assert all(t == size for _, t in calls) and calls[-1][0] == size
+    inside = [d for d, _ in calls if d < size]
+    assert len(inside) >= 2 and inside == sorted(inside)
+
+
 async def test_half_written_last_line_is_tolerated_then_completed(settings: MemorySettings, transcripts: Path) -> None:
     path = transcripts / "simonw" / "sample_session.jsonl"
     line = json.dumps(
