@@ -61,7 +61,8 @@ _POLITE = re.compile(
     r"i (?:want|need|would like) (?:you )?to\s+|let'?s\s+|help me\s+)+",
     re.IGNORECASE,
 )
-_URL = re.compile(r"https?://\S+")
+# Up to its last character that belongs to it: "(see https://x.y/z)." keeps its ")."
+_URL = re.compile(r"https?://[^\s<>\"'`)\]]*[^\s<>\"'`)\].,;:!?]")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:'[a-z]+)?(?:[.\-/][A-Za-z0-9_]+)*")
 _PATHLIKE = re.compile(r"^(?:~|\.{1,2})?/?(?:[\w.@+-]+/)*[\w@+-]+\.[A-Za-z0-9]{1,8}$|^(?:~|\.{0,2})/[\w.@+/-]+$")
 _SYSTEM_DIRS = ("/dev/", "/proc/", "/sys/", "/usr/", "/bin/", "/sbin/", "/lib", "/etc/")

@@ -191,6 +191,11 @@ def test_keywords_are_specific_hyphenated_and_idf_ranks_rare_terms_first() -> No
     assert "macupos" not in h.keywords  # already a project
 
 
+def test_a_url_in_a_request_leaves_the_punctuation_around_it() -> None:
+    t = transcript(user("Read the guide (see https://example.com/guide/setup). Then fix the installer."))
+    assert extract_fallback(t).what_happened[0].startswith("Read the guide (see <url>). Then fix")
+
+
 def test_redaction_markers_never_become_keywords() -> None:
     t = transcript(
         user("rotate the [REDACTED:anthropic-key] used by the deploy-webhook service"),
