@@ -9,6 +9,7 @@ from datetime import datetime
 from functools import wraps
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
+from zoneinfo import ZoneInfo
 
 import click
 
@@ -286,8 +287,17 @@ async def list_cmd(eywa: Any, limit: int, project: str | None, as_json: bool) ->
             )
         )
         return
+    zone = ZoneInfo(eywa.settings.timezone)
     for r in rows:
-        click.echo(f"{r.date[:16]}  {r.session_id[:36]:36}  [{', '.join(r.projects)}] {r.headline}")
+        click.echo(f"{_local_time(r.date, zone)}  {r.session_id[:36]:36}  [{', '.join(r.projects)}] {r.headline}")
+
+
+def _local_time(date_iso: str, zone: ZoneInfo) -> str:
+    """A handoff's date in the configured timezone, to the minute ("undated" when it has none)."""
+    try:
+        return parse_instant(date_iso).astimezone(zone).strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return f"{'undated':16}"
 
 
 @memory_group.command("stats")

@@ -7,7 +7,9 @@ import os
 import sqlite3
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -54,6 +56,10 @@ def test_ingest_then_get_show_list_stats(home: Path, transcripts: Path) -> None:
     r = macupos(home, "list", "--json", "--limit", "100")
     rows = json.loads(r.stdout)
     assert any(row["session_id"] == "test-session-id" for row in rows)
+    tokyo = macupos(home, "list", "--limit", "100", extra_env={"MACUPOS_TIMEZONE": "Asia/Tokyo"}).stdout
+    dated = next(row for row in rows if row["session_id"] == "test-session-id")
+    local = datetime.fromisoformat(dated["date"]).astimezone(ZoneInfo("Asia/Tokyo")).strftime("%Y-%m-%d %H:%M")
+    assert any(line.startswith(local) and "test-session-id" in line for line in tokyo.splitlines())
 
     r = macupos(home, "show", "test-session-id", "--markdown")
     assert r.returncode == 0 and "hello world function" in r.stdout.lower()
