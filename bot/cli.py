@@ -34,6 +34,8 @@ def main(ctx: click.Context, verbose: int) -> None:
     try:
         memory = MemorySettings.from_env(os.environ)
     except SettingsError as exc:
+        if ctx.invoked_subcommand in ("bot", "doctor"):
+            return  # they read their settings themselves and report a bad one in their own way
         raise click.ClickException(f"configuration: {exc}") from exc
     ctx.obj = memory
 

@@ -172,7 +172,7 @@ class Eywa:
                 await index.unindex(conn, sid)
                 await index.unindex_content(conn, sid)
         for sid, date in removed:
-            if date:
+            if date is not None:  # an undated handoff's file is under unknown/
                 remove_quietly(self.settings.handoffs_dir / handoff_relpath(sid, date))
         return [sid for sid, _ in removed]
 

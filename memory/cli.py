@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import datetime, tzinfo
 from functools import wraps
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
-from zoneinfo import ZoneInfo
 
 import click
 
 from memory.clitypes import ISO_INSTANT, parse_instant, run_command, settings_of
+from memory.render import zone
 
 __all__ = ["memory_group"]
 
@@ -287,15 +287,18 @@ async def list_cmd(eywa: Any, limit: int, project: str | None, as_json: bool) ->
             )
         )
         return
-    zone = ZoneInfo(eywa.settings.timezone)
+    local = zone(eywa.settings.timezone)
     for r in rows:
-        click.echo(f"{_local_time(r.date, zone)}  {r.session_id[:36]:36}  [{', '.join(r.projects)}] {r.headline}")
+        click.echo(f"{_local_time(r.date, local)}  {r.session_id[:36]:36}  [{', '.join(r.projects)}] {r.headline}")
 
 
-def _local_time(date_iso: str, zone: ZoneInfo) -> str:
-    """A handoff's date in the configured timezone, to the minute ("undated" when it has none)."""
+def _local_time(date_iso: str, local: tzinfo) -> str:
+    """A handoff's date in the configured timezone, to the minute ("undated" when it has none; a date
+    without a time as it is)."""
+    if len(date_iso) == 10:
+        return f"{date_iso:16}"
     try:
-        return parse_instant(date_iso).astimezone(zone).strftime("%Y-%m-%d %H:%M")
+        return parse_instant(date_iso).astimezone(local).strftime("%Y-%m-%d %H:%M")
     except ValueError:
         return f"{'undated':16}"
 

@@ -51,6 +51,25 @@ def _check_file(path: Path) -> None:
         raise NotADatabaseError(path)
 
 
+def _check_ours(path: Path) -> None:
+    """Refuse an SQLite file of another program before anything touches it (not even the journal mode)."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        probe = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+    except sqlite3.Error:
+        return  # the real open reports it
+    try:
+        version = probe.execute("PRAGMA user_version").fetchone()[0]
+        tables = probe.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    except sqlite3.Error:
+        return
+    finally:
+        probe.close()
+    if version == 0 and tables:
+        raise ForeignDatabaseError(path)
+
+
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     msg = str(exc).lower()
     return "locked" in msg or "busy" in msg
@@ -78,6 +97,7 @@ class Database:
     ) -> Database:
         """Open (creating if needed) and migrate. Other packages pass their own `migrations` for their own file."""
         _check_file(path)
+        await asyncio.to_thread(_check_ours, path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

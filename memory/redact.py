@@ -236,12 +236,33 @@ def is_secret_name(name: str) -> bool:
     return _SECRET_NAME_RE.search(snake) is not None
 
 
+# Words of sentences, not of passphrases: a quoted value holding one is a message ("must be at least 8
+# characters", "Paste the token from settings"), not a secret.
+_PROSE_WORDS = frozenset(
+    "a an the is are was were be been to of and or not no it its this that for from with your you do does did "
+    "must should will can could in on at by as if than then here there please enter".split()
+)
+
+
+def _is_prose(value: str) -> bool:
+    words = value.split()
+    return (
+        len(words) > 4
+        or value.rstrip()[-1:] in (".", "!", "?", ":")
+        or (words[0][:1].isupper() and words[0][1:].islower())  # "Reset password", "Enter password"
+        or any(w.lower().strip(",;") in _PROSE_WORDS for w in words)
+    )
+
+
 def _value_is_secret(name: str, value: str, *, quoted: bool) -> bool:
     if len(value) < 4 or value.startswith(("$", "%", "{", "<", "#", "&", "*", _MARKER_PREFIX)):
         return False
     if _is_placeholder(value):
         return False
-    if quoted or _ENV_NAME_RE.fullmatch(name.rsplit(".", 1)[-1].strip("-_")):
+    env_style = _ENV_NAME_RE.fullmatch(name.rsplit(".", 1)[-1].strip("-_")) is not None
+    if " " in value and not env_style and _is_prose(value):
+        return False  # a message beside a code name; an ALL_CAPS variable's value is a secret whatever it says
+    if quoted or env_style:
         return True
     # Unquoted value of a code-style name: `token: str`, `password=password` are code, not secrets.
     return len(value) >= 6 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)

@@ -69,7 +69,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memory.models import Block, BlockKind, Entry, Transcript
 
-__all__ = ["render_markdown"]
+__all__ = ["render_markdown", "zone"]
 
 _META_MAX = 300
 _BACKTICKS = re.compile(r"`+")
@@ -79,10 +79,11 @@ _WS = re.compile(r"\s+")
 
 def render_markdown(t: Transcript, *, timezone: str = "UTC", tool_output_limit: int = 2000) -> str:
     """Renders ``t`` as markdown; ``timezone`` is an IANA name, ``tool_output_limit`` ≤ 0 disables truncation."""
-    return _Renderer(t, _zone(timezone), timezone, tool_output_limit).render()
+    return _Renderer(t, zone(timezone), timezone, tool_output_limit).render()
 
 
-def _zone(name: str) -> tzinfo:
+def zone(name: str) -> tzinfo:
+    """The timezone named ``name`` (IANA, or UTC without needing tzdata); ValueError when there is none."""
     if name.upper() in ("UTC", "Z", "ETC/UTC"):
         return UTC  # no tzdata needed for the default
     try:

@@ -5,14 +5,15 @@ Library code never reads ``os.environ``: the CLI (or the bot) passes its environ
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memory.errors import SettingsError
+from memory.render import zone
 
 __all__ = ["MemorySettings"]
 
@@ -86,16 +87,21 @@ class MemorySettings:
 
         def number(kind: Callable[[Any], _N], env_key: str, toml_key: str, default: _N) -> _N:
             value = pick(env_key, toml_key, default) if env_key else table.get(toml_key, default)
+            name = f"{env_key} (or [memory] {toml_key})" if env_key else f"[memory] {toml_key}"
             try:
-                return kind(value)
-            except (TypeError, ValueError) as exc:
-                name = f"{env_key} (or [memory] {toml_key})" if env_key else f"[memory] {toml_key}"
-                raise SettingsError(name, value, "not a number") from exc
+                parsed = float(value) if not isinstance(value, bool) else math.nan
+            except (TypeError, ValueError):
+                parsed = math.nan
+            if not math.isfinite(parsed):
+                raise SettingsError(name, value, "not a number")
+            if kind is int and not parsed.is_integer():
+                raise SettingsError(name, value, "not a whole number")
+            return kind(parsed)
 
         timezone = str(pick("MACUPOS_TIMEZONE", "timezone", "UTC"))
         try:
-            ZoneInfo(timezone)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
+            zone(timezone)
+        except ValueError as exc:
             raise SettingsError("MACUPOS_TIMEZONE (or [memory] timezone)", timezone, "not an IANA timezone") from exc
 
         secrets_raw = pick("MACUPOS_SECRETS", "own_secrets", ())

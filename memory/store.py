@@ -300,9 +300,10 @@ async def list_handoffs(
         return [_handoff(r) for r in await cur.fetchall()]
 
 
-async def delete_session(conn: aiosqlite.Connection, session_id: str) -> list[tuple[str, str]]:
+async def delete_session(conn: aiosqlite.Connection, session_id: str) -> list[tuple[str, str | None]]:
     """Delete a session, its handoff and its subagents' rows (transcripts or imported handoffs alike) and
-    remember them as forgotten; returns (id, handoff date or "") of each (index not included)."""
+    remember them as forgotten; returns (id, its handoff's date, None when it had no handoff) of each (index
+    not included)."""
     async with conn.execute(
         "SELECT session_id FROM sessions WHERE parent_id = ?1"
         " UNION SELECT session_id FROM handoffs WHERE parent_id = ?1",
@@ -313,7 +314,7 @@ async def delete_session(conn: aiosqlite.Connection, session_id: str) -> list[tu
     for sid in ids:
         async with conn.execute("SELECT date FROM handoffs WHERE session_id = ?", (sid,)) as cur:
             row = await cur.fetchone()
-        removed.append((sid, str(row[0]) if row else ""))
+        removed.append((sid, str(row[0]) if row else None))
         await conn.execute("DELETE FROM sessions WHERE session_id = ?", (sid,))
         await conn.execute("DELETE FROM handoffs WHERE session_id = ?", (sid,))
         await conn.execute("INSERT OR REPLACE INTO forgotten(session_id, at) VALUES (?, ?)", (sid, now_iso()))

@@ -142,11 +142,12 @@ def test_another_programs_sqlite_file_is_left_untouched(home: Path) -> None:
     conn = sqlite3.connect(home / "data" / "memory.db")
     conn.execute("CREATE TABLE their_notes(body TEXT)")
     conn.close()
+    before = (home / "data" / "memory.db").read_bytes()
     r = macupos(home, "stats")
     assert r.returncode == 1
     assert "another program" in r.stderr and "Traceback" not in r.stderr
-    tables = sqlite3.connect(home / "data" / "memory.db").execute("SELECT name FROM sqlite_master").fetchall()
-    assert tables == [("their_notes",)]
+    assert (home / "data" / "memory.db").read_bytes() == before  # not even switched to WAL
+    assert not (home / "data" / "memory.db-wal").exists()
 
 
 @pytest.mark.parametrize(
@@ -165,6 +166,25 @@ def test_a_bad_setting_is_named_in_one_line(home: Path, extra_env: dict[str, str
     r = macupos(home, "stats", extra_env=extra_env)
     assert r.returncode == 1
     assert expected in r.stderr and "Traceback" not in r.stderr
+
+
+def test_utc_needs_no_timezone_database(home: Path) -> None:
+    r = macupos(home, "stats", extra_env={"PYTHONTZPATH": str(home / "no-tzdata")})
+    assert r.returncode == 0, r.stderr
+
+
+def test_an_undated_or_date_only_handoff_lists_and_forgets_cleanly(home: Path) -> None:
+    tree = home / "tree"
+    tree.mkdir()
+    for sid, date in (("dated-only", "2025-07-09"), ("undated", "")):
+        (tree / f"{sid}.md").write_text(f"---\nsession_id: {sid}\ndate: '{date}'\nheadline: {sid} work\n---\n")
+    assert macupos(home, "import", str(tree)).returncode == 0
+    listed = macupos(home, "list", extra_env={"MACUPOS_TIMEZONE": "America/Los_Angeles"}).stdout
+    assert any(line.startswith("2025-07-09 ") and "dated-only" in line for line in listed.splitlines())
+    assert any(line.startswith("undated") and "undated" in line[16:] for line in listed.splitlines())
+    assert (home / "data" / "handoffs" / "unknown" / "undated.md").is_file()
+    assert macupos(home, "forget", "undated").returncode == 0
+    assert not (home / "data" / "handoffs" / "unknown" / "undated.md").exists()
 
 
 def test_export_to_a_file_is_a_clear_error(home: Path) -> None:

@@ -135,6 +135,15 @@ def test_own_secret_that_also_occurs_inside_markers_is_replaced_only_outside_the
         "git@github.com:owner/repo.git and https://example.com/path?q=1",
         'password: ""',
         "Token::new(42) and key => value",
+        # Messages and help texts next to secret-looking names: prose, not passphrases.
+        'password: "must be at least 8 characters"',
+        '{"password": "This field is required."}',
+        '"reset_password": "Reset password"',
+        'api_key: "The API key to use"',
+        '{"token": "Paste the token from settings page"}',
+        'errors.password = "Passwords do not match"',
+        "'password': 'Enter password'",
+        'The secret: "it was the config"',
     ],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
