@@ -107,8 +107,10 @@ class MemorySettings:
         secrets_raw = pick("MACUPOS_SECRETS", "own_secrets", ())
         if isinstance(secrets_raw, str):
             own = tuple(s for s in (x.strip() for x in secrets_raw.split(",")) if s)
-        else:
+        elif isinstance(secrets_raw, list | tuple):
             own = tuple(str(s) for s in secrets_raw if str(s))
+        else:
+            raise SettingsError("MACUPOS_SECRETS (or [memory] own_secrets)", secrets_raw, "not a list of strings")
         llm_flag = str(pick("MACUPOS_MEMORY_LLM", "llm_enabled", "1")).lower()
         return cls(
             home=home,

@@ -157,6 +157,7 @@ def test_another_programs_sqlite_file_is_left_untouched(home: Path) -> None:
         ({"MACUPOS_MEMORY_WINDOW_DAYS": "abc"}, "", "MACUPOS_MEMORY_WINDOW_DAYS (or [memory] window_days): not a"),
         ({}, "[memory]\ntool_output_limit = 'lots'\n", "[memory] tool_output_limit: not a number"),
         ({}, "x = [\n", "not a readable TOML file"),
+        ({}, "[memory]\nown_secrets = 42\n", "own_secrets): not a list of strings"),
     ],
 )
 def test_a_bad_setting_is_named_in_one_line(home: Path, extra_env: dict[str, str], config: str, expected: str) -> None:
