@@ -51,25 +51,6 @@ def _check_file(path: Path) -> None:
         raise NotADatabaseError(path)
 
 
-def _check_ours(path: Path) -> None:
-    """Refuse an SQLite file of another program before anything touches it (not even the journal mode)."""
-    if not path.is_file() or path.stat().st_size == 0:
-        return
-    try:
-        probe = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
-    except sqlite3.Error:
-        return  # the real open reports it
-    try:
-        version = probe.execute("PRAGMA user_version").fetchone()[0]
-        tables = probe.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-    except sqlite3.Error:
-        return
-    finally:
-        probe.close()
-    if version == 0 and tables:
-        raise ForeignDatabaseError(path)
-
-
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     msg = str(exc).lower()
     return "locked" in msg or "busy" in msg
@@ -97,7 +78,6 @@ class Database:
     ) -> Database:
         """Open (creating if needed) and migrate. Other packages pass their own `migrations` for their own file."""
         _check_file(path)
-        await asyncio.to_thread(_check_ours, path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -108,6 +88,7 @@ class Database:
             raise MemoryStoreError(f"cannot open {path}: {exc}") from exc
         db = cls(path, conn, busy_timeout_ms, migrations)
         try:
+            await db._refuse_foreign()  # before _configure: not even the journal mode of another's file changes
             await db._configure()
             await db._migrate()
         except sqlite3.DatabaseError as exc:
@@ -165,6 +146,14 @@ class Database:
         await conn.execute("PRAGMA foreign_keys = ON")
         await conn.execute("PRAGMA temp_store = MEMORY")
 
+    async def _refuse_foreign(self) -> None:
+        """An SQLite file with tables but no schema version is another program's: never add ours to it."""
+        if await self.schema_version() == 0:
+            async with self.conn.execute("SELECT count(*) FROM sqlite_master") as cur:
+                row = await cur.fetchone()
+            if row and row[0]:
+                raise ForeignDatabaseError(self.path)
+
     async def schema_version(self) -> int:
         async with self.conn.execute("PRAGMA user_version") as cur:
             row = await cur.fetchone()
@@ -182,11 +171,6 @@ class Database:
             async with conn.execute("PRAGMA user_version") as cur:
                 row = await cur.fetchone()
             current = int(row[0]) if row else 0
-            if current == 0:
-                async with conn.execute("SELECT count(*) FROM sqlite_master") as cur:
-                    row = await cur.fetchone()
-                if row and row[0]:  # not ours, and not empty: never add our tables to someone else's data
-                    raise ForeignDatabaseError(self.path)
             for version in range(current, target):
                 logger.info("migrating %s to schema %d", self.path, version + 1)
                 for statement in _split_sql(self._migrations[version]):
