@@ -68,6 +68,9 @@ async def ingest_cmd(
 
     Without PATHS: Claude Code's projects folder ($CLAUDE_CONFIG_DIR/projects, default ~/.claude/projects)
     and Codex's sessions folder ($CODEX_HOME/sessions, default ~/.codex/sessions).
+
+    The summary names lines skipped (for a grown file, only its new ones) and any session id found in two
+    files (the last file read wins).
     """
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
@@ -137,7 +140,12 @@ async def ingest_cmd(
 @click.option("--as-of", type=ISO_INSTANT, help="Score as if now were this ISO-8601 time (reproducible results).")
 @click.option("--json", "as_json", is_flag=True, help="Print [{session_id, score, date, headline, projects, kind}].")
 @click.option("--explain", is_flag=True, help="Show matched terms, IDF and factors for every result.")
-@click.option("--queries", type=click.File("r"), help="JSON lines of {query, project, as_of, days_back, max}.")
+@click.option(
+    "--queries",
+    type=click.File("r"),
+    help="JSON lines of {query, project, as_of, days_back, max}: one result line each (an error line for a "
+    "bad one); --explain adds each score's parts. No QUERY or per-query options beside it.",
+)
 @_with_eywa
 async def get_cmd(
     eywa: Any,
@@ -265,7 +273,7 @@ async def show_cmd(eywa: Any, session_id: str, what: str) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @_with_eywa
 async def list_cmd(eywa: Any, limit: int, project: str | None, as_json: bool) -> None:
-    """Recent handoffs, newest first."""
+    """Recent handoffs, newest first; dates in the configured timezone (MACUPOS_TIMEZONE)."""
     rows = await eywa.list_handoffs(limit=limit, project=project)
     if as_json:
         click.echo(
@@ -322,7 +330,8 @@ async def stats_cmd(eywa: Any, as_json: bool) -> None:
 @click.argument("session_id")
 @_with_eywa
 async def forget_cmd(eywa: Any, session_id: str) -> None:
-    """Remove a session (and its subagents) from memory; later ingests leave it out."""
+    """Remove a session (and its subagents) from memory, mirror files included; later ingests and imports
+    leave it out."""
     removed = await eywa.forget(session_id)
     click.echo(f"forgot {len(removed)} session(s): {', '.join(removed)}")
 
@@ -345,7 +354,10 @@ async def extract_cmd(eywa: Any, session_id: str | None, transcript_path: Path |
 @click.argument("folder", type=click.Path(path_type=Path))
 @_with_eywa
 async def import_cmd(eywa: Any, folder: Path) -> None:
-    """Adopt handoff files from FOLDER (e.g. ~/.eywa/handoffs, or hand-edited files)."""
+    """Adopt handoff files from FOLDER (e.g. ~/.eywa/handoffs, or hand-edited files).
+
+    A handoff without its transcript is also indexed by its own text; forgotten sessions are left out.
+    """
     report = await eywa.import_dir(folder)
     click.echo(f"imported {report.imported} handoff(s)")
     for path, why in report.rejected:
