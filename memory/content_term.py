@@ -160,10 +160,16 @@ class ContentProbe:
         best = heapq.nlargest(search.k, values)
         floor = best[-1] if len(best) == search.k else 0.0
         terms = math.fsum(search.weights) * (1.0 + 1e-9)  # ≥ any handoff's term sum, rounding included
+        lift = terms * search.top_multiplier  # what the terms add at most, at any recency and duration
+        out = search.out
         for sid, chunks, session, date, content in zip(sids, chunks_of, ss, ds, values, strict=True):
+            if content < floor and content + lift < floor:
+                out[sid] = 0
+                continue
             ts, dur = where[sid]
             recency, boost = search.multiplier(ts, dur)
             if content < floor and content + terms * recency * boost < floor:
+                out[sid] = 0
                 continue
             d = search.add(sid, ts, dur, recency, boost)
             d.chunks, d.session_bm25, d.date, d.content = chunks or None, session, date, content

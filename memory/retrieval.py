@@ -288,9 +288,12 @@ def _shown(conn: sqlite3.Connection, picked: Sequence[tuple[str, float, float, E
     return out
 
 
+_decode = json.JSONDecoder().decode  # json.loads without its argument checks: ten lists a query
+
+
 def _json_list(raw: object) -> tuple[str, ...]:
     try:
-        value = json.loads(str(raw))
+        value = _decode(str(raw))
     except ValueError:
         return ()
     return tuple(map(str, value)) if isinstance(value, list) else ()

@@ -104,19 +104,33 @@ class TopK:
         self.conn, self.lists, self.now, self.horizon = conn, lists, now, horizon
         self.window, self.k, self.chunk = window_days, k, chunk
         self.top_boost = duration_boost(max_duration)
+        # The largest recency × duration boost any handoff can have, with a margin that absorbs rounding.
+        self.top_multiplier = recency_factor(0.0, window_days) * self.top_boost * (1.0 + 1e-9)
         self.weights = [lst.weight for lst in lists]
         self.docs: dict[str, Candidate] = {}
         self.pending: dict[str, Candidate] = {}  # candidates not yet scored
         self.scored: list[tuple[float, float, str]] = []  # (-score, -ts, session_id)
         self.since = -math.inf  # postings older than this make no new candidates (read_first)
+        # Handoffs the content term ruled out (they cannot make the top k): the lists they were seen in, so a
+        # list's count of what it has read stays exact without making them candidates again.
+        self.out: dict[str, int] = {}
         self._sums: dict[int, float] = {}  # matched-lists mask -> their summed weight
 
     def _new(self, ts: float, duration_min: float) -> Candidate:
         return Candidate(ts, duration_min, *self.multiplier(ts, duration_min))
 
     def multiplier(self, ts: float, duration_min: float) -> tuple[float, float]:
-        """(recency, duration boost) of a handoff dated ``ts``: what its term weights are multiplied by."""
-        return recency_factor((self.now - ts) / DAY_S, self.window), duration_boost(duration_min)
+        """(recency, duration boost) of a handoff dated ``ts``: what its term weights are multiplied by.
+
+        The same arithmetic as :func:`recency_factor` and :func:`duration_boost` (bit-identical values),
+        inline: it runs for every candidate.
+        """
+        a = (self.now - ts) / DAY_S
+        if a < 1.0:
+            a = 1.0
+        w = self.window
+        recency = 1.0 + 1.0 / math.sqrt(a) if a <= w else 0.5 ** ((a - w) / 7.0)
+        return recency, 1.0 + 0.1 * math.log((duration_min if duration_min > 0.0 else 0.0) + 1.0)
 
     def add(self, sid: str, ts: float, duration_min: float, recency: float, boost: float) -> Candidate:
         """A new candidate (``sid`` is not one yet: the content term's, made before any list is read) whose
@@ -137,11 +151,10 @@ class TopK:
         """
         contents = heapq.nlargest(self.k, (d.content for d in self.docs.values()))
         floor = contents[-1] if len(contents) == self.k else 0.0
-        top = recency_factor(0.0, self.window) * self.top_boost * (1.0 + 1e-9)  # the margin absorbs rounding
         total = 0.0
         for lst in sorted(self.lists, key=lambda lst: lst.weight):
             total += lst.weight
-            if total * top >= floor:
+            if total * self.top_multiplier >= floor:
                 break
             lst.lazy, lst.lo = True, self.now  # "read down to now": nothing read, every candidate open
         since = self.horizon
@@ -191,10 +204,17 @@ class TopK:
 
     def _add_rows(self, i: int, rows: Iterable[tuple[float, str, float]]) -> None:
         bit, added, docs, pending, since, new = 1 << i, 0, self.docs, self.pending, self.since, self._new
+        out = self.out
         for ts, sid, dur in rows:
             d = docs.get(sid)
             if d is None:
                 if ts < since:  # too old to make the top k without content (read_first): not a candidate
+                    continue
+                seen = out.get(sid)
+                if seen is not None:  # ruled out by its content term: counted, never a candidate
+                    if not seen & bit:
+                        out[sid] = seen | bit
+                        added += 1
                     continue
                 d = docs[sid] = pending[sid] = new(ts, dur)
                 d.mask = bit

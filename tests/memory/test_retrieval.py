@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -33,6 +34,7 @@ from memory.retrieval import (
     search_content,
 )
 from memory.tokenize import project_terms, query_terms, tokenize
+from memory.topk import DAY_S, TopK
 
 DAY = 86_400.0
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -101,6 +103,23 @@ def test_duration_boost_is_one_plus_a_tenth_of_log_minutes() -> None:
     assert duration_boost(0) == 1.0
     assert duration_boost(math.e**2 - 1) == pytest.approx(1.2)
     assert duration_boost(-5) == 1.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    age_days=st.floats(min_value=-30.0, max_value=3650.0, allow_nan=False),
+    minutes=st.floats(min_value=-10.0, max_value=10_000.0, allow_nan=False),
+    window=st.floats(min_value=0.0, max_value=60.0, allow_nan=False),
+)
+def test_a_candidates_multiplier_is_exactly_recency_times_duration_boost(
+    age_days: float, minutes: float, window: float
+) -> None:
+    # TopK computes both inline for every candidate: the values must be the very same floats.
+    now = 1_700_000_000.0
+    ts = now - age_days * DAY_S
+    with sqlite3.connect(":memory:") as conn:
+        search = TopK(conn, [], now=now, horizon=-math.inf, window_days=window, k=5, max_duration=0.0, chunk=64)
+        assert search.multiplier(ts, minutes) == (recency_factor((now - ts) / DAY_S, window), duration_boost(minutes))
 
 
 async def test_score_is_idf_weighted_terms_times_recency_and_duration(db: Database) -> None:
