@@ -117,9 +117,9 @@ class _Rollout:
         elif kind == "turn_context":
             for key in ("model", "cwd"):
                 if _s(payload, key):
-                    self.meta.setdefault(key, _s(payload, key))
+                    self.meta.setdefault(key, self.clip.redact(_s(payload, key)))
             if _s(payload, "model"):
-                self.meta["model"] = _s(payload, "model")  # the newest turn's model wins
+                self.meta["model"] = self.clip.redact(_s(payload, "model"))  # the newest turn's model wins
         elif kind == "response_item":
             self._response_item(payload, ts, line_no)
         elif kind == "event_msg":
@@ -134,10 +134,11 @@ class _Rollout:
     def _session_meta(self, p: dict[str, Any]) -> None:
         for src, dst in (("id", "id"), ("cwd", "cwd"), ("cli_version", "version"), ("timestamp", "started")):
             if _s(p, src):
-                self.meta.setdefault(dst, _s(p, src))
+                # A folder name can carry a token too; the id and timestamp are kept as they are.
+                self.meta.setdefault(dst, self.clip.redact(_s(p, src)) if dst in ("cwd", "version") else _s(p, src))
         git = p.get("git")
         if isinstance(git, dict) and _s(git, "branch"):
-            self.meta.setdefault("branch", _s(git, "branch"))
+            self.meta.setdefault("branch", self.clip.redact(_s(git, "branch")))
 
     def _response_item(self, p: dict[str, Any], ts: str, line_no: int) -> None:
         kind = p.get("type")

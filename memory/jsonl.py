@@ -137,6 +137,7 @@ class TextClipper:
             clipped = {k: self.value(v) for k, v in pairs}
             dropped = sum(n for _, n in clipped.values())
             if isinstance(value, dict):
-                return {str(k): v for k, (v, _) in clipped.items()}, dropped
+                # Keys are redacted too: a tool's input can name a secret as a key ({"sk-…": "v"}).
+                return {self.redact(str(k)): v for k, (v, _) in clipped.items()}, dropped
             return [v for v, _ in clipped.values()], dropped
         return value, 0

@@ -160,7 +160,9 @@ class _Parser:
             self.by_uuid[uuid] = idx
         for src, dst in (("cwd", "cwd"), ("gitBranch", "git_branch"), ("version", "version"), ("sessionId", "sid")):
             if str_field(rec, src) and dst not in thread.meta:
-                thread.meta[dst] = str_field(rec, src)
+                value = str_field(rec, src)
+                # A folder or branch name can carry a token too; the session id is an identifier, kept as is.
+                thread.meta[dst] = value if dst == "sid" else self.clip.redact(value)
         if entry is not None and entry.model:
             thread.model = entry.model
 

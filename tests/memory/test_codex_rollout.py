@@ -113,7 +113,8 @@ def test_redaction_and_truncation_apply_to_every_string(tmp_path: Path) -> None:
     f = tmp_path / "rollout-x.jsonl"
     secret = "ghp_abcdefSECRET"
     f.write_text(
-        rollout_line("session_meta", {"id": "s-1", "cwd": "/w"})
+        rollout_line("session_meta", {"id": "s-1", "cwd": f"/w/{secret}", "git": {"branch": f"b/{secret}"}})
+        + rollout_line("turn_context", {"model": "gpt-5", "cwd": f"/w/{secret}"})
         + rollout_line("response_item", {"type": "message", "role": "user",
                                          "content": [{"type": "input_text", "text": f"use {secret}"}]})
         + rollout_line("response_item", {"type": "function_call", "name": "shell", "call_id": "c",
@@ -123,6 +124,7 @@ def test_redaction_and_truncation_apply_to_every_string(tmp_path: Path) -> None:
     t = parse_codex_file(f, redact=lambda s: s.replace(secret, "[REDACTED]"), tool_output_limit=100)
     assert secret not in repr(t)
     assert t.title == "use [REDACTED]"
+    assert (t.cwd, t.git_branch) == ("/w/[REDACTED]", "b/[REDACTED]")
     assert t.entries[1].blocks[0].tool_input == {"command": ["echo", "[REDACTED]"]}
     out = t.entries[2].blocks[0]
     assert len(out.text) == 100 and out.truncated_chars == 4900

@@ -148,6 +148,9 @@ async def test_subagents_are_linked_and_never_ground_alone(settings: MemorySetti
 async def test_secrets_never_reach_the_database_or_mirror(settings: MemorySettings, tmp_path: Path) -> None:
     key = "sk-ant-api03-" + "A1b2C3d4E5f6G7h8I9j0" * 4
     own = "correct-horse-battery-staple"
+    # Tokens in a folder name, a branch name and a tool input's key are secrets too.
+    folder_token, branch_token = "glpat-0948VGZiHXJnB8dE3xKJ", "ghp_" + "abcdEFGH1234" * 3
+    key_token = "sk-proj-iK2ZWeqhFWCEPyYngFb51yBMWXaSCrUZoL8g5ubbbPIa84yR"
     settings = MemorySettings(
         home=settings.home,
         claude_config_dir=settings.claude_config_dir,
@@ -162,7 +165,8 @@ async def test_secrets_never_reach_the_database_or_mirror(settings: MemorySettin
             "uuid": "u1",
             "sessionId": "sec",
             "timestamp": "2026-01-01T00:00:00Z",
-            "cwd": "/srv/app",
+            "cwd": f"/srv/{folder_token}/app",
+            "gitBranch": f"feat/{branch_token}",
             "message": {"role": "user", "content": f"use ANTHROPIC_API_KEY={key} and the vault phrase {own}"},
         },
         {
@@ -178,7 +182,10 @@ async def test_secrets_never_reach_the_database_or_mirror(settings: MemorySettin
                         "type": "tool_use",
                         "id": "t1",
                         "name": "Bash",
-                        "input": {"command": f"curl https://deploy:{own}@example.test/x -H 'x-api-key: {key}'"},
+                        "input": {
+                            "command": f"curl https://deploy:{own}@example.test/x -H 'x-api-key: {key}'",
+                            key_token: "v",
+                        },
                     }
                 ],
             },
@@ -189,10 +196,11 @@ async def test_secrets_never_reach_the_database_or_mirror(settings: MemorySettin
         await eywa.ingest([path], use_llm=False)
         export = tmp_path / "export"
         await eywa.export_dir(export)
-    await _assert_absent(settings.db_path, [key, own])
+    secrets = [key, own, folder_token, branch_token, key_token]
+    await _assert_absent(settings.db_path, secrets)
     for f in [*settings.handoffs_dir.rglob("*.md"), *export.rglob("*.md")]:
         text = f.read_text()
-        assert key not in text and own not in text
+        assert not [s for s in secrets if s in text]
 
 
 async def _assert_absent(db_path: Path, needles: list[str]) -> None:
