@@ -12,7 +12,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import click
 
-from memory.clitypes import ISO_INSTANT, parse_instant, run_command, settings_of
+from memory.clitypes import DAYS, ISO_INSTANT, check_days, folder_argument, parse_instant, run_command, settings_of
 from memory.render import zone
 
 __all__ = ["memory_group"]
@@ -135,14 +135,14 @@ async def ingest_cmd(
 @memory_group.command("get")
 @click.argument("query", required=False, default="")
 @click.option("--project", help="Project name: its terms join the query (a boost, not a filter).")
-@click.option("--days-back", type=float, help="Only handoffs from the last N days.")
+@click.option("--days-back", type=DAYS, help="Only handoffs from the last N days (N > 0).")
 @click.option("--max", "max_k", type=click.IntRange(1, 5), default=5, show_default=True)
 @click.option("--as-of", type=ISO_INSTANT, help="Score as if now were this ISO-8601 time (reproducible results).")
 @click.option("--json", "as_json", is_flag=True, help="Print [{session_id, score, date, headline, projects, kind}].")
 @click.option("--explain", is_flag=True, help="Show matched terms, IDF and factors for every result.")
 @click.option(
     "--queries",
-    type=click.File("r"),
+    type=click.File("r", encoding="utf-8", errors="replace"),  # a line that is not UTF-8 is a bad line, reported
     help="JSON lines of {query, project, as_of, days_back, max}: one result line each (an error line for a "
     "bad one); --explain adds each score's parts. No QUERY or per-query options beside it.",
 )
@@ -207,8 +207,10 @@ def _query_spec(spec: Any, default_max: int) -> dict[str, Any]:
         raise ValueError("query must be a string")
     if project is not None and not isinstance(project, str):
         raise ValueError("project must be a string")
-    if days_back is not None and (isinstance(days_back, bool) or not isinstance(days_back, int | float)):
-        raise ValueError("days_back must be a number")
+    if days_back is not None:
+        if isinstance(days_back, bool) or not isinstance(days_back, int | float):
+            raise ValueError("days_back must be a number")
+        check_days(float(days_back))
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         raise ValueError("max must be a positive integer")
     when = parse_instant(str(spec["as_of"])) if spec.get("as_of") else None
@@ -306,9 +308,10 @@ def _local_time(date_iso: str, local: tzinfo) -> str:
     if len(date_iso) == 10:
         return f"{date_iso:16}"
     try:
-        return parse_instant(date_iso).astimezone(local).strftime("%Y-%m-%d %H:%M")
-    except ValueError:
+        d = parse_instant(date_iso).astimezone(local)
+    except (ValueError, OverflowError):  # not a date, or one the timezone shift takes out of range
         return f"{'undated':16}"
+    return f"{d.year:04d}-{d.month:02d}-{d.day:02d} {d.hour:02d}:{d.minute:02d}"
 
 
 @memory_group.command("stats")
@@ -351,7 +354,7 @@ async def extract_cmd(eywa: Any, session_id: str | None, transcript_path: Path |
 
 
 @memory_group.command("import")
-@click.argument("folder", type=click.Path(path_type=Path))
+@click.argument("folder", type=click.Path(), callback=lambda _ctx, _param, value: folder_argument(value))
 @_with_eywa
 async def import_cmd(eywa: Any, folder: Path) -> None:
     """Adopt handoff files from FOLDER (e.g. ~/.eywa/handoffs, or hand-edited files).
@@ -365,7 +368,7 @@ async def import_cmd(eywa: Any, folder: Path) -> None:
 
 
 @memory_group.command("export")
-@click.argument("folder", type=click.Path(path_type=Path))
+@click.argument("folder", type=click.Path(), callback=lambda _ctx, _param, value: folder_argument(value))
 @_with_eywa
 async def export_cmd(eywa: Any, folder: Path) -> None:
     """Write every handoff as FOLDER/YYYY/MM/DD/<session>.md (the format `import` reads)."""

@@ -30,7 +30,9 @@ def hooks_group() -> None:
 
 
 _scope = click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True)
-_project_dir = click.option("--project-dir", type=click.Path(path_type=Path, file_okay=False), default=".")
+_project_dir = click.option(
+    "--project-dir", type=click.Path(path_type=Path, exists=True, file_okay=False), default=".", show_default=True
+)
 
 
 def _edit_hooks(ctx: click.Context, scope: str, project_dir: Path, *, install: bool) -> None:

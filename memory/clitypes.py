@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -14,7 +15,7 @@ from memory.settings import MemorySettings
 
 R = TypeVar("R")
 
-__all__ = ["ISO_INSTANT", "parse_instant", "run_command", "settings_of"]
+__all__ = ["DAYS", "ISO_INSTANT", "check_days", "folder_argument", "parse_instant", "run_command", "settings_of"]
 
 
 def parse_instant(value: str) -> datetime:
@@ -36,6 +37,33 @@ class _IsoInstant(click.ParamType[datetime]):
 
 
 ISO_INSTANT = _IsoInstant()
+
+
+def check_days(value: float) -> float:
+    """A look-back in days: a positive number (``inf`` for all). ValueError otherwise (NaN included)."""
+    if not value > 0:  # NaN fails this too
+        raise ValueError(f"days back must be a positive number of days, not {value}")
+    return value
+
+
+class _Days(click.ParamType[float]):
+    name = "DAYS"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            return check_days(float(value))
+        except ValueError:
+            self.fail(f"not a positive number of days: {value}", param, ctx)
+
+
+DAYS = _Days()
+
+
+def folder_argument(value: str) -> Path:
+    """A folder named on the command line; an empty name is a mistake, not the current folder."""
+    if not value.strip():
+        raise click.BadParameter("an empty folder name; give a path (. for the current folder)")
+    return Path(value)
 
 
 def settings_of(ctx: click.Context) -> MemorySettings:

@@ -99,11 +99,16 @@ def test_queries_file_answers_one_line_per_query(home: Path, transcripts: Path, 
         + "\n"
         + json.dumps({"query": "hello", "max": "three"})
         + "\n"
+        + json.dumps({"query": "hello", "days_back": -3})
+        + "\n"
     )
+    with qfile.open("ab") as f:
+        f.write(b'\xff\xfe{"query": "hello"}\n')  # not UTF-8: a bad line like any other
     r = macupos(home, "get", "--queries", str(qfile), "--explain")
     assert r.returncode == 0, r.stderr
     lines = [json.loads(x) for x in r.stdout.splitlines()]
-    assert len(lines) == 6
+    assert len(lines) == 8
+    assert "positive number of days" in lines[6]["error"] and lines[7]["error"].startswith("invalid query line")
     assert lines[0]["results"] and "explain" in lines[0]["results"][0]
     assert lines[1]["error"].startswith("invalid query line")
     assert lines[2]["error"].startswith("invalid query line")
@@ -203,3 +208,38 @@ def test_unknown_session_is_a_clear_error(home: Path) -> None:
 def test_bad_as_of_is_a_usage_error(home: Path) -> None:
     r = macupos(home, "get", "x", "--as-of", "yesterday-ish")
     assert r.returncode == 2 and "ISO-8601" in r.stderr
+
+
+@pytest.mark.parametrize("days", ["-5", "0", "nan", "soon"])
+def test_days_back_that_is_not_a_positive_number_is_a_usage_error(home: Path, days: str) -> None:
+    r = macupos(home, "get", "x", "--days-back", days)
+    assert r.returncode == 2 and "not a positive number of days" in r.stderr
+
+
+@pytest.mark.parametrize("command", ["export", "import"])
+def test_an_empty_folder_name_is_a_usage_error_not_the_current_folder(home: Path, command: str) -> None:
+    r = macupos(home, command, "")
+    assert r.returncode == 2 and "an empty folder name" in r.stderr
+    assert not list((home / "data").glob("20*"))
+
+
+def test_extreme_dates_list_in_any_timezone(home: Path) -> None:
+    # Year 1 and year 9999 cannot be shifted into every timezone: listed as undated, never a traceback.
+    tree = home / "tree"
+    tree.mkdir()
+    for sid, date in (("ancient", "0001-01-01T00:00:00+00:00"), ("far", "9999-12-31T23:30:00+00:00")):
+        (tree / f"{sid}.md").write_text(f"---\nsession_id: {sid}\ndate: '{date}'\nheadline: {sid} work\n---\n")
+    assert macupos(home, "import", str(tree)).returncode == 0
+    utc = macupos(home, "list").stdout.splitlines()
+    assert any(line.startswith("0001-01-01 00:00  ancient") for line in utc)
+    for zone, stuck in (("America/New_York", "ancient"), ("Asia/Tokyo", "far")):
+        r = macupos(home, "list", extra_env={"MACUPOS_TIMEZONE": zone})
+        assert r.returncode == 0 and "Traceback" not in r.stderr
+        assert any(line.startswith("undated") and stuck in line for line in r.stdout.splitlines())
+
+
+def test_hooks_install_into_a_missing_project_folder_is_a_usage_error(home: Path) -> None:
+    typo = home / "typo" / "project"
+    r = macupos(home, "hooks", "install", "--scope", "project", "--project-dir", str(typo))
+    assert r.returncode == 2 and "does not exist" in r.stderr
+    assert not (home / "typo").exists()
