@@ -14,9 +14,9 @@ from memory import index, store
 from memory.db import SCHEMA_VERSION, Database
 from memory.errors import DestinationError, HandoffFormatError, SessionNotFoundError, SourceUnreadableError
 from memory.grounding import MAX_GROUNDING, grounding_text, strip_frontmatter
-from memory.handoff_format import from_markdown, to_markdown
+from memory.handoff_format import from_markdown, redacted, to_markdown
 from memory.ingest import IngestReport, ProgressFn, extract_pending, ingest
-from memory.mirror import handoff_relpath, iter_handoff_files, remove_quietly, write_atomic
+from memory.mirror import handoff_relpath, iter_handoff_files, remove_handoff, write_atomic, write_handoff
 from memory.redact import Redactor
 from memory.retrieval import ContentHit, ScoredHandoff, retrieve, search_content
 from memory.settings import MemorySettings
@@ -173,7 +173,7 @@ class Eywa:
                 await index.unindex_content(conn, sid)
         for sid, date in removed:
             if date is not None:  # an undated handoff's file is under unknown/
-                remove_quietly(self.settings.handoffs_dir / handoff_relpath(sid, date))
+                remove_handoff(self.settings.handoffs_dir, sid, date)
         return [sid for sid, _ in removed]
 
     async def import_dir(self, root: Path) -> ImportReport:
@@ -192,9 +192,12 @@ class Eywa:
                 continue
             if h.source not in {"llm", "fallback", "correction"}:
                 h = replace(h, source="import")
-            markdown = self.redactor(to_markdown(h))
+            markdown = self.redactor(to_markdown(redacted(h, self.redactor.redact_obj)))
             h = from_markdown(markdown, path=path)  # the stored fields and the index see only redacted text
-            write_atomic(self.settings.handoffs_dir / handoff_relpath(h.session_id, h.date), markdown)
+            old = await store.get_handoff(self.db.conn, h.session_id)
+            write_handoff(
+                self.settings.handoffs_dir, h.session_id, h.date, markdown, old_date=old.date if old else None
+            )
             async with self.db.write() as conn:
                 ts = await store.put_handoff(conn, h, markdown=markdown, review="kept")
                 await index.index_handoff(

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,13 @@ import yaml
 from memory.errors import HandoffFormatError
 from memory.models import Handoff, SessionKind
 
-__all__ = ["SECTIONS_KEY", "from_markdown", "normalize_keyword", "to_markdown"]
+__all__ = ["PREAMBLE_KEY", "SECTIONS_KEY", "from_markdown", "normalize_keyword", "redacted", "to_markdown"]
 
 # Key in Handoff.extra holding body sections we do not model ({title: text}); written to the body, not YAML.
 SECTIONS_KEY = "_sections"
+# Key in Handoff.extra holding free text before the first section (a hand-written note under the title).
+PREAMBLE_KEY = "_preamble"
+_BODY_KEYS = frozenset({SECTIONS_KEY, PREAMBLE_KEY})
 
 _SECTIONS: tuple[tuple[str, str], ...] = (
     ("what_happened", "What happened"),
@@ -95,7 +99,7 @@ def normalize_keyword(s: str) -> str:
 
 def to_markdown(h: Handoff) -> str:
     """The handoff as markdown: YAML frontmatter, ``# headline``, then one bullet list per section."""
-    front: dict[str, Any] = {k: v for k, v in h.extra.items() if k != SECTIONS_KEY}
+    front: dict[str, Any] = {k: v for k, v in h.extra.items() if k not in _BODY_KEYS}
     front.update(
         session_id=h.session_id,
         date=h.date,
@@ -111,6 +115,9 @@ def to_markdown(h: Handoff) -> str:
     )
     yaml_text = yaml.safe_dump(front, sort_keys=True, allow_unicode=True, default_flow_style=False, width=10_000)
     parts = [f"---\n{yaml_text}---\n", f"# {_one_line(h.headline)}\n"]
+    preamble = str(h.extra.get(PREAMBLE_KEY) or "").strip()
+    if preamble:
+        parts.append(f"{preamble}\n")
     for attr, title in _SECTIONS:
         items: list[str] = getattr(h, attr)
         if items:
@@ -120,6 +127,26 @@ def to_markdown(h: Handoff) -> str:
         for title, text in extra_sections.items():
             parts.append(f"## {_one_line(str(title))}\n\n{str(text).strip()}\n")
     return "\n".join(parts)
+
+
+def redacted(h: Handoff, redact: Callable[[Any], Any]) -> Handoff:
+    """The handoff with every field of free text redacted (``redact`` walks strings, lists and dicts).
+
+    Redact fields before :func:`to_markdown`, not only its output: YAML then quotes a value that became a
+    ``[REDACTED:…]`` marker, which unquoted would read back as a list. Ids, dates and kinds are kept.
+    """
+    return replace(
+        h,
+        headline=redact(h.headline),
+        model=redact(h.model),
+        projects=redact(list(h.projects)),
+        keywords=redact(list(h.keywords)),
+        what_happened=redact(list(h.what_happened)),
+        insights=redact(list(h.insights)),
+        key_files=redact(list(h.key_files)),
+        open_threads=redact(list(h.open_threads)),
+        extra=redact(dict(h.extra)),
+    )
 
 
 def _one_line(s: str) -> str:
@@ -154,7 +181,7 @@ def from_markdown(text: str, *, path: Path | None = None, default_date: str | No
     if not isinstance(loaded, dict):
         raise HandoffFormatError(path, "frontmatter is not a mapping")
     front, extra = _canonical_keys(loaded)
-    title, sections, unknown_sections = _parse_body(text[m.end() :])
+    title, preamble, sections, unknown_sections = _parse_body(text[m.end() :])
 
     session_id = _text(front.get("session_id")) or (path.stem if path else "")
     if not session_id:
@@ -172,6 +199,8 @@ def from_markdown(text: str, *, path: Path | None = None, default_date: str | No
         lists[attr] = sections.get(attr) or _section_field(front.get(attr))
     if unknown_sections:
         extra[SECTIONS_KEY] = unknown_sections
+    if preamble:
+        extra[PREAMBLE_KEY] = preamble
     try:
         kind = SessionKind(_text(front.get("kind")) or SessionKind.MAIN.value)
     except ValueError as exc:
@@ -216,12 +245,14 @@ def _canonical_keys(loaded: Mapping[Any, Any]) -> tuple[dict[str, Any], dict[str
     return front, extra
 
 
-def _parse_body(body: str) -> tuple[str, dict[str, list[str]], dict[str, str]]:
+def _parse_body(body: str) -> tuple[str, str, dict[str, list[str]], dict[str, str]]:
+    """(title, free text before the first section, known sections, unknown sections)."""
     title = ""
     sections: dict[str, list[str]] = {}
     unknown: dict[str, str] = {}
     current: str | None = None
     buffer: list[str] = []
+    before: list[str] = []  # lines before the first section, the title aside
 
     def flush() -> None:
         if current is None:
@@ -241,8 +272,10 @@ def _parse_body(body: str) -> tuple[str, dict[str, list[str]], dict[str, str]]:
             current, buffer = _one_line(stripped[3:]), []
         elif current is not None:
             buffer.append(line.rstrip())
+        else:
+            before.append(line.rstrip())
     flush()
-    return title, sections, unknown
+    return title, "\n".join(before).strip(), sections, unknown
 
 
 def _slug(title: str) -> str:

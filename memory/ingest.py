@@ -24,9 +24,9 @@ from memory import index, store
 from memory.codex_rollout import parse_codex_file
 from memory.db import Database
 from memory.errors import ExtractionError, MemoryStoreError, SourceUnreadableError
-from memory.handoff_format import to_markdown
+from memory.handoff_format import redacted, to_markdown
 from memory.llm_extract import extract_handoff
-from memory.mirror import handoff_relpath, sweep_stale_temp, write_atomic
+from memory.mirror import sweep_stale_temp, write_handoff
 from memory.models import Handoff, LineProblem, SessionKind, Transcript
 from memory.redact import Redactor
 from memory.render import render_markdown
@@ -328,8 +328,10 @@ async def _extract_one(
         h.date = row.started_at
     if not h.duration_min:
         h.duration_min = row.duration_min
+    h = redacted(h, redactor.redact_obj)  # the stored fields too, not only the markdown
     markdown = redactor(to_markdown(h))
-    write_atomic(settings.handoffs_dir / handoff_relpath(h.session_id, h.date), markdown)
+    before = await store.get_handoff(db.conn, h.session_id)
+    write_handoff(settings.handoffs_dir, h.session_id, h.date, markdown, old_date=before.date if before else None)
     async with db.write() as conn:
         old = await store.get_handoff(conn, h.session_id)
         ts = await store.put_handoff(conn, h, markdown=markdown, review=old.review if old else "pending")

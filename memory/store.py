@@ -11,6 +11,7 @@ from typing import Any
 import aiosqlite
 
 from memory.models import Handoff, LineProblem, SessionKind, Transcript
+from memory.tokenize import normalize_term
 
 __all__ = [
     "HandoffRow",
@@ -284,20 +285,25 @@ async def list_handoffs(
     project: str | None = None,
     include_subagents: bool = False,
 ) -> list[HandoffRow]:
+    """The newest handoffs; with ``project``, those naming it (compared as normalized names: "Example
+    Project" finds ``example-project``, as ``get --project`` does)."""
     sql = f"SELECT {_HANDOFF_COLS} FROM handoffs"
-    where: list[str] = []
-    args: list[object] = []
     if not include_subagents:
-        where.append("kind != 'subagent'")
-    if project:
-        where.append("EXISTS (SELECT 1 FROM json_each(handoffs.projects) WHERE json_each.value = ?)")
-        args.append(project)
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY ts DESC, session_id LIMIT ?"
-    args.append(limit)
-    async with conn.execute(sql, args) as cur:
-        return [_handoff(r) for r in await cur.fetchall()]
+        sql += " WHERE kind != 'subagent'"
+    sql += " ORDER BY ts DESC, session_id"
+    if not project:
+        async with conn.execute(sql + " LIMIT ?", (limit,)) as cur:
+            return [_handoff(r) for r in await cur.fetchall()]
+    wanted = normalize_term(project)
+    out: list[HandoffRow] = []
+    async with conn.execute(sql) as cur:
+        async for r in cur:
+            h = _handoff(r)
+            if any(normalize_term(p) == wanted for p in h.projects):
+                out.append(h)
+                if len(out) >= limit:
+                    break
+    return out
 
 
 async def delete_session(conn: aiosqlite.Connection, session_id: str) -> list[tuple[str, str | None]]:

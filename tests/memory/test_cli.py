@@ -243,3 +243,16 @@ def test_hooks_install_into_a_missing_project_folder_is_a_usage_error(home: Path
     r = macupos(home, "hooks", "install", "--scope", "project", "--project-dir", str(typo))
     assert r.returncode == 2 and "does not exist" in r.stderr
     assert not (home / "typo").exists()
+
+
+def test_list_project_matches_the_name_as_get_does(home: Path) -> None:
+    tree = home / "tree"
+    tree.mkdir()
+    (tree / "p.md").write_text(
+        "---\nsession_id: p1\ndate: '2026-01-02'\nheadline: work\nprojects: [example-project]\n---\n"
+    )
+    (tree / "q.md").write_text("---\nsession_id: q1\ndate: '2026-01-03'\nheadline: other\nprojects: [elsewhere]\n---\n")
+    assert macupos(home, "import", str(tree)).returncode == 0
+    for name in ("example-project", "Example Project", "EXAMPLE-PROJECT"):
+        rows = json.loads(macupos(home, "list", "--json", "--project", name).stdout)
+        assert [r["session_id"] for r in rows] == ["p1"], name

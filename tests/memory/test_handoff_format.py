@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from memory.errors import HandoffFormatError
-from memory.handoff_format import SECTIONS_KEY, from_markdown, normalize_keyword, to_markdown
+from memory.handoff_format import SECTIONS_KEY, from_markdown, normalize_keyword, redacted, to_markdown
 from memory.models import Handoff, SessionKind
 
 
@@ -235,3 +235,43 @@ def test_missing_session_id_without_a_path_is_an_error() -> None:
 def test_normalize_keyword_is_lowercase_hyphenated_and_idempotent(raw: str, want: str) -> None:
     assert normalize_keyword(raw) == want
     assert normalize_keyword(want) == want
+
+
+def test_free_text_under_the_title_is_kept_and_written_back() -> None:
+    text = (
+        "---\nsession_id: hand-1\ndate: '2026-11-20T10:00:00+00:00'\nheadline: Hand edited\n---\n\n"
+        "# Hand edited\n\nFree paragraph about the quetzal migration plan.\n\n## Notes\n\n- the ocelot flag\n"
+    )
+    h = from_markdown(text)
+    out = to_markdown(h)
+    assert "Free paragraph about the quetzal migration plan." in out and "the ocelot flag" in out
+    assert out.index("# Hand edited") < out.index("quetzal") < out.index("## Notes")
+    assert from_markdown(out) == h and to_markdown(from_markdown(out)) == out
+    assert "_preamble" not in yaml.safe_load(out.split("---\n")[1])  # body text, not frontmatter
+
+
+def test_a_field_redacted_to_a_marker_reads_back_as_that_text() -> None:
+    # Unquoted, "[REDACTED:openai-key]" is a YAML list: fields are redacted before the YAML is written.
+    def redact(value: object) -> object:
+        if isinstance(value, str):
+            return "[REDACTED:openai-key]" if value.startswith("sk-") else value
+        if isinstance(value, list):
+            return [redact(v) for v in value]
+        if isinstance(value, dict):
+            return {k: redact(v) for k, v in value.items()}
+        return value
+
+    h = Handoff(
+        session_id="s",
+        date="2026-01-01T00:00:00+00:00",
+        headline="sk-proj-abc",
+        keywords=["sk-proj-abc", "deploy"],
+        model="sk-ant-x",
+        extra={"owner": "sk-live"},
+    )
+    back = from_markdown(to_markdown(redacted(h, redact)))
+    assert back.keywords == ["[REDACTED:openai-key]", "deploy"]
+    assert (back.headline, back.model, back.extra) == ("[REDACTED:openai-key]",) * 2 + (
+        {"owner": "[REDACTED:openai-key]"},
+    )
+    assert back.session_id == "s"

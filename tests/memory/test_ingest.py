@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memory.api import Eywa
+from memory.handoff_format import from_markdown
 from memory.settings import MemorySettings
 
 
@@ -341,3 +342,39 @@ async def test_linked_codex_rollout_becomes_a_subagent_of_its_claude_session(
     assert rollout in view.subagents
     assert postings == 0
     assert again.session is not None and again.session.parent_id == "test-session-id"
+
+
+async def test_sessions_whose_ids_differ_only_in_unsafe_characters_keep_their_own_files(
+    settings: MemorySettings, tmp_path: Path
+) -> None:
+    folder = tmp_path / "clash"
+    folder.mkdir()
+    for name in ("notes v1", "notes_v1"):
+        line = {
+            "type": "user",
+            "uuid": "u1",
+            "timestamp": "2026-02-03T00:00:00Z",
+            "message": {"role": "user", "content": f"from {name} about the walrus"},
+        }
+        (folder / f"{name}.jsonl").write_text(json.dumps(line) + "\n")
+    async with await Eywa.open(settings) as eywa:
+        await eywa.ingest([folder], use_llm=False)
+        exported = await eywa.export_dir(tmp_path / "export")
+        files = sorted((tmp_path / "export").rglob("*.md"))
+        assert exported == 2 and len(files) == 2
+        await eywa.forget("notes v1")
+        left = [from_markdown(p.read_text()).session_id for p in settings.handoffs_dir.rglob("*.md")]
+    assert left == ["notes_v1"]
+
+
+async def test_an_import_that_changes_a_handoffs_date_moves_its_file(settings: MemorySettings, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    async with await Eywa.open(settings) as eywa:
+        for date in ("2026-01-03", "2026-03-02"):
+            (tree / "s3.md").write_text(f"---\nsession_id: s3\ndate: {date}\nheadline: dated {date}\n---\nbody\n")
+            await eywa.import_dir(tree)
+        files = [p.relative_to(settings.handoffs_dir).as_posix() for p in settings.handoffs_dir.rglob("*.md")]
+        assert files == ["2026/03/02/s3.md"]
+        await eywa.forget("s3")
+    assert not list(settings.handoffs_dir.rglob("*.md"))
