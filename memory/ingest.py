@@ -64,6 +64,23 @@ class IngestReport:
     session_ids: list[str] = field(default_factory=list)  # sessions new or updated by this run
     # (session id, the file whose content it now has, the other file that also holds it): the last read wins
     clashes: list[tuple[str, str, str]] = field(default_factory=list)
+    counted: dict[str, str] = field(default_factory=dict)  # session id -> how this run counted it
+
+    def count_session(self, session_id: str, how: str) -> None:
+        """Count a session once per run ("new", "updated" or "unchanged"), though two files may hold it:
+        new or updated in one file wins over unchanged in another."""
+        before = self.counted.get(session_id)
+        if before is not None and (before != "unchanged" or how == "unchanged"):
+            return
+        if before == "unchanged":
+            self.sessions_unchanged -= 1
+        self.counted[session_id] = how
+        if how == "new":
+            self.sessions_new += 1
+        elif how == "updated":
+            self.sessions_updated += 1
+        else:
+            self.sessions_unchanged += 1
 
     def add_problems(self, problems: Sequence[LineProblem]) -> None:
         for p in problems:
@@ -173,7 +190,8 @@ async def _ingest_file(
     old = await store.get_source(db.conn, key)
     if old is not None and not force and old.sha256 == sha:
         report.files_unchanged += 1
-        report.sessions_unchanged += len(old.session_ids)
+        for sid in old.session_ids:
+            report.count_session(sid, "unchanged")
         return
     try:
         transcripts = await asyncio.to_thread(_parse, src, redactor, settings.tool_output_limit, on_bytes)
@@ -192,19 +210,21 @@ async def _ingest_file(
         for t in transcripts
         if t.entries or t.summaries
     ]
+    kept: list[str] = []  # the file's sessions, forgotten ones left out
     async with db.write() as conn:
         for t, markdown in rendered:
             if await store.is_forgotten(conn, t.session_id):
                 continue
+            kept.append(t.session_id)
             content_sha = hashlib.sha256(markdown.encode()).hexdigest()
             existing = await store.get_session(conn, t.session_id)
             if existing is not None and existing.content_sha == content_sha and not force:
-                report.sessions_unchanged += 1
+                report.count_session(t.session_id, "unchanged")
                 continue
             if existing is None:
-                report.sessions_new += 1
+                report.count_session(t.session_id, "new")
             else:
-                report.sessions_updated += 1
+                report.count_session(t.session_id, "updated")
                 other = existing.source_path
                 if other != t.source_path and await asyncio.to_thread(_another_file, Path(other), src.path):
                     logger.info("session %s is in %s and in %s; keeping the latter", t.session_id, other, src.path)
@@ -219,7 +239,7 @@ async def _ingest_file(
         await store.put_problems(conn, key, problems)
         await store.put_source(
             conn,
-            store.SourceRow(key, size, mtime_ns, sha, tuple(t.session_id for t, _ in rendered), len(problems)),
+            store.SourceRow(key, size, mtime_ns, sha, tuple(kept), len(problems)),
         )
     logger.info("stored %s (%d sessions)", src.path, len(rendered))
 

@@ -43,6 +43,9 @@ class ReadStats:
     next_report: int = PROGRESS_STEP
 
     def problem(self, line_no: int, reason: str) -> None:
+        """Record a bad line, once: its first problem names it (NULs, then undecodable rest, is one line)."""
+        if self.problems and self.problems[-1].line_no == line_no:
+            return
         self.problems.append(LineProblem(self.path, line_no, reason))
 
 

@@ -22,6 +22,8 @@ async def test_every_fixture_ingests_and_yields_handoffs(settings: MemorySetting
     assert report.files_seen >= 20
     assert not report.unreadable
     assert report.sessions_new >= 15
+    # Each session is counted once, though the fixtures hold session "s1" in two files.
+    assert report.sessions_new + report.sessions_updated == sum(stats["sessions"].values())
     assert report.extract_failed == 0
     assert stats["sessions"].get("subagent", 0) >= 2
     assert stats["handoffs"] == report.handoffs_extracted
@@ -36,7 +38,9 @@ async def test_same_files_twice_change_nothing(settings: MemorySettings, transcr
         before = await _snapshot(eywa)
         again = await eywa.ingest([transcripts], use_llm=False)
         after = await _snapshot(eywa)
+        stats = await eywa.stats()
     assert again.sessions_new == 0 and again.sessions_updated == 0
+    assert again.sessions_unchanged == sum(stats["sessions"].values())  # "s1", in two files, counted once
     assert again.files_unchanged == again.files_seen
     assert again.handoffs_extracted == 0
     assert before == after

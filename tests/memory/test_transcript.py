@@ -300,6 +300,16 @@ def test_nul_runs_are_reported_and_the_json_after_them_salvaged(tmp_path: Path) 
     assert texts(t) == ["one", "two"]
 
 
+def test_a_bad_line_is_reported_once_whatever_is_wrong_with_it(tmp_path: Path) -> None:
+    f = tmp_path / "junk.jsonl"
+    f.write_bytes(
+        user("u1", "one").encode() + b"\x00\x00\xff\xfe junk\n" + b"[1, 2] {\n" + assistant("a1", "two", "u1").encode()
+    )
+    [t] = parse_claude_file(f)
+    assert problems(t) == [(2, "nul bytes"), (3, "invalid json after the first value")]
+    assert texts(t) == ["one", "two"]
+
+
 def test_invalid_utf8_line_is_a_problem(tmp_path: Path) -> None:
     f = tmp_path / "u.jsonl"
     f.write_bytes(
