@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -44,6 +45,21 @@ class SessionView:
 class ImportReport:
     imported: int = 0
     rejected: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _check_regular_file(path: Path) -> None:
+    """SourceUnreadableError naming why ``path`` is no transcript file to read (missing, a folder, a device,
+    a name too long)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise SourceUnreadableError(path, "no such file") from None
+    except OSError as exc:
+        raise SourceUnreadableError(path, exc.strerror or str(exc)) from exc
+    if stat.S_ISDIR(mode):
+        raise SourceUnreadableError(path, "a folder, not a transcript file")
+    if not stat.S_ISREG(mode):
+        raise SourceUnreadableError(path, "not a regular file")
 
 
 class Eywa:
@@ -130,13 +146,17 @@ class Eywa:
         """(Re-)extract handoffs for one session, or for every session of one transcript file."""
         ids: list[str]
         if transcript_path is not None:
-            if not transcript_path.is_file():
-                raise SourceUnreadableError(transcript_path, "no such file")
+            _check_regular_file(transcript_path)
             report = await self.ingest([transcript_path], extract=False)
             if report.unreadable:
                 raise SourceUnreadableError(transcript_path, report.unreadable[0][1])
             source = await store.get_source(self.db.conn, str(transcript_path.resolve()))
             ids = list(source.session_ids) if source else []
+            if not ids and report.problems:  # junk, not an empty transcript: say so
+                first = report.problems[0]
+                bad = sum(report.lines_skipped.values())
+                why = f"not a transcript ({bad} unreadable line(s); line {first.line_no}: {first.reason})"
+                raise SourceUnreadableError(transcript_path, why)
         elif session_id is not None:
             if await store.get_session(self.db.conn, session_id) is None:
                 raise SessionNotFoundError(session_id)

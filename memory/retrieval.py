@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -68,6 +69,7 @@ DEFAULT_DATE_DAYS = 7.0
 _MAX_CONTENT_WORDS = 16
 FIRST_CHUNK = 64  # postings read per list before switching to time slabs
 _MAX_QUERY_TERMS = 32
+_WORD = re.compile(r"[^\W_]+")  # what FTS5's unicode61 tokenizer calls a token: letters and digits
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,8 +302,12 @@ def _json_list(raw: object) -> tuple[str, ...]:
 
 
 async def search_content(conn: aiosqlite.Connection, query: str, limit: int = 10) -> list[ContentHit]:
-    """Detail recall over all session text, subagents included; any query text is safe (tokens are quoted)."""
-    tokens = list(dict.fromkeys(tokenize(query)))[:_MAX_QUERY_TERMS]
+    """Detail recall over all session text, subagents included; any query text is safe (tokens are quoted).
+
+    Every word of the query counts, common and short ones too (``hello.py``, ``get``, ``rm -rf``): this is
+    search for a detail, not the grounding's keyword match; bm25 weighs the common ones down.
+    """
+    tokens = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:_MAX_QUERY_TERMS]
     if not tokens or limit <= 0:
         return []
     rows = await conn.execute_fetchall(

@@ -120,6 +120,13 @@ async def test_show_returns_handoff_and_transcript(home: Path) -> None:
         text = _text(result)
         assert "## Handoff" in text and "## Transcript" in text
         assert "goodbye function" in text
+        # Both are quoted inside nonce markers: a past session's own "## Handoff" line cannot pose as ours.
+        nonce = text.split("\n[[RECALLED ", 1)[1].split(" ", 1)[0]
+        lines = text.splitlines()
+        assert sum(line.startswith(f"[[RECALLED {nonce} |") for line in lines) == 2
+        assert lines.count(f"[[END RECALLED {nonce}]]") == 2
+        inside = text.split(f"[[RECALLED {nonce} | source: transcript", 1)[1].split(f"[[END RECALLED {nonce}]]")[0]
+        assert all(line.startswith(">") for line in inside.splitlines()[1:] if line)
 
 
 async def test_show_of_an_unknown_session_is_a_clear_tool_error(home: Path) -> None:
@@ -152,6 +159,35 @@ async def test_extract_errors_are_tool_errors(home: Path, tmp_path: Path) -> Non
 
         unknown = await session.call_tool("eywa_extract", {"session_id": "nope-123"})
         assert unknown.is_error and "nope-123" in _text(unknown)
+
+        long_name = await session.call_tool("eywa_extract", {"transcript_path": "/tmp/" + "a" * 300 + ".jsonl"})
+        assert long_name.is_error and "File name too long" in _text(long_name) and len(_text(long_name)) < 600
+
+        folder = await session.call_tool("eywa_extract", {"transcript_path": str(tmp_path)})
+        assert folder.is_error and "a folder, not a transcript file" in _text(folder)
+
+        junk = tmp_path / "junk.jsonl"
+        junk.write_bytes(b"\xff\xfe garbage\nnot json either\n")
+        not_transcript = await session.call_tool("eywa_extract", {"transcript_path": str(junk)})
+        assert not_transcript.is_error and "not a transcript (2 unreadable line(s)" in _text(not_transcript)
+    assert "Traceback" not in (home.parent / "server-stderr.log").read_text()
+
+
+async def test_bad_days_back_is_a_tool_error_and_long_queries_are_not_echoed_whole(home: Path) -> None:
+    async with _client(home) as session:
+        for days in (-5, 0):
+            bad = await session.call_tool("eywa_get", {"query": "hello", "days_back": days})
+            assert bad.is_error and "days_back must be a positive number" in _text(bad)
+        long = await session.call_tool("eywa_search", {"query": "zzqx " * 20_000})
+        assert not long.is_error and len(_text(long)) < 300
+
+
+async def test_search_finds_common_and_short_words(home: Path) -> None:
+    # Detail recall searches every word: "hello.py" and "hello" are in the sample session.
+    async with _client(home) as session:
+        for query in ("hello.py", "hello", "Hello, World!"):
+            result = await session.call_tool("eywa_search", {"query": query, "limit": 3})
+            assert not result.is_error and MAIN_ID in _text(result), query
 
 
 async def test_a_broken_database_gives_tool_errors_not_a_dead_server(tmp_path: Path) -> None:

@@ -563,7 +563,8 @@ async def test_search_content_survives_any_punctuation_and_names_the_parent(db: 
     [hit] = await search_content(db.conn, 'frobnicator" (NEAR')
     assert (hit.session_id, hit.kind, hit.parent_id) == ("p/agent-1", "subagent", "p")
     assert "[frobnicator]" in hit.snippet and hit.score > 0
-    assert await search_content(db.conn, "the of") == []
+    assert [h.session_id for h in await search_content(db.conn, "the of")] == ["p"]  # every word counts here
+    assert await search_content(db.conn, "?! ...") == []  # no word at all
     assert [h.session_id for h in await search_content(db.conn, "session frobnicator", limit=1)] in (
         ["p"],
         ["p/agent-1"],
