@@ -21,7 +21,7 @@ from telegram.ext import Application, ApplicationBuilder, ApplicationHandlerStop
 from telegram.request import HTTPXRequest
 
 from bot.approvals import APPROVE_ACTION, Approvals
-from bot.auth import is_allowed, quote_forwarded
+from bot.auth import forward_origin_name, is_allowed, quote_forwarded
 from bot.commands import Commands, bot_commands
 from bot.intake import ALLOWED_UPDATES, Intake
 from bot.progress import Sender, escape
@@ -37,6 +37,7 @@ from memory.api import Eywa
 from memory.errors import MemoryStoreError
 from memory.facts.api import FactsApi
 from memory.facts.gitsync import GitSync
+from memory.redact import Redactor
 from relay.codex import CodexEngine
 from relay.ledger import Ledger
 from relay.settings import RelaySettings
@@ -97,7 +98,7 @@ class BotApp:
         """Open the state, memory, facts and Codex; wire the parts."""
         s = self.settings
         s.home.mkdir(parents=True, exist_ok=True)
-        state = await BotState.open(s.db_path)
+        state = await BotState.open(s.db_path, redactor=Redactor(s.memory.own_secrets))
         eywa = await Eywa.open(s.memory)
         facts: FactsApi | None
         try:
@@ -307,35 +308,55 @@ class BotApp:
         elif update.message is not None:
             await self._on_message(update.message)
         elif update.edited_message is not None:
-            logger.debug("ignored an edit in chat %s", update.edited_message.chat_id)
+            # The instruction already went as first sent; say so rather than leave the owner thinking it changed.
+            edited = update.edited_message
+            await self._reply(
+                edited.chat_id,
+                "✏️ Edits are not applied: the message went as first sent. Send a new message to change it.",
+                reply_to=edited.message_id,
+            )
+
+    async def _reply(self, chat_id: int, text: str, *, reply_to: int | None = None) -> None:
+        assert self.services is not None
+        await self.services.sender.send(chat_id, text, html_text=False, reply_to=reply_to)
 
     async def _on_message(self, message: Message) -> None:
         s = self.services
         assert s is not None and self.sessions is not None
         chat_id = message.chat_id
         user_id = message.from_user.id if message.from_user else 0
+        data = message.to_dict()
+        forwarded = forward_origin_name(data)
         if message.voice is not None:
-            await self.voice.handle(chat_id, user_id, message.voice)
+            await self.voice.handle(chat_id, user_id, message.voice, forwarded_from=forwarded)
             return
-        text = quote_forwarded(message.to_dict())
-        forwarded = message.forward_origin is not None
-        if not text.strip():
-            await s.sender.send(
-                chat_id, "Send text or a voice note; other kinds are not supported yet.", html_text=False
+        if message.effective_attachment is not None:
+            # A file, photo or the like: running its caption alone would act without what it refers to.
+            await self._reply(
+                chat_id,
+                "Files, photos and other attachments are not supported yet; nothing was run. "
+                "Send the instruction as text (or a voice note).",
             )
             return
-        if text.startswith("/") and not forwarded:
+        text = quote_forwarded(data)
+        if not any(ch.isprintable() and not ch.isspace() for ch in text):  # empty, spaces, zero-width marks
+            await self._reply(chat_id, "Send text or a voice note; other kinds are not supported yet.")
+            return
+        if text.startswith("/") and forwarded is None:
             head, _, args = text.partition(" ")
-            name = head[1:].split("@", 1)[0]
+            name, _, addressee = head[1:].partition("@")
+            if addressee and addressee.lower() != (self.application.bot.username or "").lower():
+                return  # "/help@other_bot" in a group is another bot's command
             await self.commands.handle(name, args, chat_id, user_id)
             return
+        forwarded_text = forwarded is not None
         chat = await s.state.chat(chat_id)
         replied = message.reply_to_message
         target = chat.pending_correction
         if replied is not None and not target:
             review = await s.state.review_for_message(chat_id, replied.message_id)
             target = review.session_id if review is not None else ""
-        if target and not forwarded:
+        if target and not forwarded_text:
             await s.sender.send(chat_id, await self.reviews.correct(chat_id, target, text), html_text=False)
             return
         await self.voice.take_edit(chat_id)  # a text while a transcript waits replaces the transcript

@@ -16,6 +16,7 @@ from bot.approvals import Approvals
 from bot.progress import Progress, escape, format_usage
 from bot.services import Services
 from bot.sessions import SessionManager
+from bot.telegram_format import brief
 from memory.errors import MemoryStoreError
 from memory.facts.model import FactsError
 from relay.errors import RelayError
@@ -106,7 +107,7 @@ class Commands:
                 return await self.handoffs()
             case "cost":
                 return await self.cost()
-        return escape(f"Unknown command /{name}. Try /help.")
+        return escape(f"Unknown command /{brief(name, 40)}. Try /help.")
 
     async def recall(self, query: str) -> str:
         """The same retrieval the agents' ``eywa_get`` runs, then full-text hits, with dates."""
@@ -119,16 +120,16 @@ class Commands:
         except MemoryStoreError as exc:
             return escape(f"Memory is unavailable: {exc}")
         if grounding.results:
-            lines = [f"🔎 <b>{escape(query)}</b>"]
+            lines = [f"🔎 <b>{escape(brief(query))}</b>"]
             for r in grounding.results:
                 lines.append(f"• {escape(r.date[:10])} — {escape(r.headline)} <i>({escape(r.session_id[:8])})</i>")
             return "\n".join(lines)
         if hits:
-            lines = [f"🔎 <b>{escape(query)}</b> (full text)"]
+            lines = [f"🔎 <b>{escape(brief(query))}</b> (full text)"]
             for h in hits:
                 lines.append(f"• <i>{escape(h.session_id[:8])}</i>: {escape(' '.join(h.snippet.split())[:200])}")
             return "\n".join(lines)
-        return escape(f"Nothing in memory matches {query!r}.")
+        return escape(f"Nothing in memory matches {brief(query)!r}.")
 
     async def remember(self, chat_id: int, text: str) -> str:
         s = self.services

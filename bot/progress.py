@@ -124,6 +124,10 @@ class Sender:
         """Send one message (≤ 4,096 characters); HTML refused by Telegram is resent as plain text."""
         markup = _markup(buttons)
         mode = ParseMode.HTML if html_text else None
+        if _units(text) > TELEGRAM_LIMIT:
+            # Too long for one message (a long argument echoed back): cut, as plain text, rather than have
+            # Telegram refuse it and the owner hear nothing.
+            text, mode, html_text = _fit(_strip_tags(text) if html_text else text), None, False
 
         async def go(body: str, parse_mode: str | None) -> Message:
             return await self._call(
@@ -206,6 +210,21 @@ class Sender:
                     await self.send(chat_id, part, html_text=False)
             sent += 1
         return sent
+
+
+def _units(text: str) -> int:
+    """Length as Telegram counts it: UTF-16 code units (an emoji outside the BMP is two)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _fit(text: str, limit: int = TELEGRAM_LIMIT) -> str:
+    """``text`` cut to ``limit`` UTF-16 units, an ellipsis marking the cut."""
+    if _units(text) <= limit:
+        return text
+    cut = limit - 1
+    while _units(text[:cut]) > limit - 1:
+        cut -= max(1, (_units(text[:cut]) - (limit - 1)) // 2)
+    return text[:cut] + "…"
 
 
 def _strip_tags(text: str) -> str:

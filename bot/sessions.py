@@ -24,6 +24,7 @@ from bot.progress import Progress, escape
 from bot.review import Reviews
 from bot.services import Services
 from bot.settings import Project
+from bot.telegram_format import brief
 from relay.errors import RelayError, RelayTimeoutError, SessionError
 from relay.events import HandoffReady, PermissionRequest, RelayEvent, SessionResult, StageEnd, StageStart, ToolStart
 from relay.relay_tools import build_relay_server
@@ -354,7 +355,7 @@ class SessionManager:
         project = s.settings.project(name)
         if project is None:
             names = ", ".join(p.name for p in s.settings.projects)
-            return f"No project called {name!r}. Available: {names}."
+            return f"No project called {brief(name)!r}. Available: {names}."
         c = self.chat(chat_id)
         if c.busy:
             return "A session is running: /stop it first, or wait for it to finish."

@@ -31,6 +31,7 @@ from bot.records import (
     UpdateStatus,
 )
 from memory.db import Database
+from memory.redact import Redactor
 
 __all__ = ["BotState"]
 
@@ -77,9 +78,21 @@ class BotState:
 
     @classmethod
     async def open(
-        cls, path: Path, *, busy_timeout_ms: int = 30_000, clock: Callable[[], float] = time.time
+        cls,
+        path: Path,
+        *,
+        busy_timeout_ms: int = 30_000,
+        clock: Callable[[], float] = time.time,
+        redactor: Redactor | None = None,
     ) -> BotState:
         db = await Database.open(path, busy_timeout_ms=busy_timeout_ms, migrations=MIGRATIONS)
+        # Instructions are kept whole while they may still run (a restart resumes them); once handled, the
+        # copies here are redacted in the same statement that marks them so (redact_text / redact_json).
+        r = redactor or Redactor(())
+        await db.conn.create_function("redact_text", 1, r, deterministic=True)
+        await db.conn.create_function(
+            "redact_json", 1, lambda s: _dumps(r.redact_obj(json.loads(s))), deterministic=True
+        )
         return cls(db, clock)
 
     async def close(self) -> None:
@@ -116,7 +129,9 @@ class BotState:
         handled = self._clock() if status in ("done", "failed", "interrupted") else None
         async with self._db.write() as conn:
             await conn.execute(
-                "UPDATE updates SET status = ?, handled_at = ? WHERE update_id = ?", (status, handled, update_id)
+                "UPDATE updates SET status = ?, handled_at = ?,"
+                " payload = CASE WHEN ? IS NULL THEN payload ELSE redact_json(payload) END WHERE update_id = ?",
+                (status, handled, handled, update_id),
             )
 
     async def pending_updates(self) -> list[StoredUpdate]:
@@ -209,7 +224,10 @@ class BotState:
         _check(status, QueueStatus, "queue status")
         async with self._db.write() as conn:
             await conn.execute(
-                "UPDATE queue SET status = ?, updated_at = ? WHERE id = ?", (status, self._clock(), queue_id)
+                "UPDATE queue SET status = ?, updated_at = ?,"
+                " text = CASE WHEN ? IN ('done', 'failed', 'cancelled') THEN redact_text(text) ELSE text END"
+                " WHERE id = ?",
+                (status, self._clock(), status, queue_id),
             )
 
     # -- runs ------------------------------------------------------------------------------------------
@@ -235,7 +253,10 @@ class BotState:
         _check(status, RunStatus, "run status")
         async with self._db.write() as conn:
             await conn.execute(
-                "UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, self._clock(), run_id)
+                "UPDATE runs SET status = ?, finished_at = ?,"
+                " instruction = CASE WHEN ? = 'interrupted' THEN instruction ELSE redact_text(instruction) END"
+                " WHERE id = ?",
+                (status, self._clock(), status, run_id),
             )
 
     async def running(self, chat_id: int) -> Run | None:
@@ -282,8 +303,10 @@ class BotState:
         _check(status, QueueStatus, "queue status")
         async with self._db.write() as conn:
             cur = await conn.execute(
-                "UPDATE queue SET status = ?, updated_at = ? WHERE chat_id = ? AND status = 'held'",
-                (status, self._clock(), chat_id),
+                "UPDATE queue SET status = ?, updated_at = ?,"
+                " text = CASE WHEN ? = 'cancelled' THEN redact_text(text) ELSE text END"
+                " WHERE chat_id = ? AND status = 'held'",
+                (status, self._clock(), status, chat_id),
             )
             return int(cur.rowcount)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["markdown_to_html", "plain_text"]
+__all__ = ["brief", "markdown_to_html", "plain_text"]
 
 _MAX_HREF = 2048  # longer URLs stay text, so a link reopened after a cut (bot.telegram_split) fits in a chunk
 _LINK_SCHEME = re.compile(r"^(?:https?|tg|mailto):", re.IGNORECASE)
@@ -343,3 +343,9 @@ def _render_plain(nodes: list[_Node]) -> str:
         else:
             parts.append(_render_plain(node.children))
     return "".join(parts)
+
+
+def brief(text: str, limit: int = 80) -> str:
+    """Someone's text echoed back in a reply: on one line, cut at ``limit`` characters with an ellipsis."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -14,6 +14,7 @@ import secrets
 from telegram import Voice
 from telegram.error import TelegramError
 
+from bot.auth import quote_text
 from bot.errors import VoiceError
 from bot.progress import escape, ptb_seconds
 from bot.services import Services
@@ -60,7 +61,9 @@ class VoiceFlow:
             logger.debug("no memory keywords for the transcriber: %s", exc)
         return list(dict.fromkeys(w for w in words if w))[:40]
 
-    async def handle(self, chat_id: int, user_id: int, voice: Voice) -> None:
+    async def handle(self, chat_id: int, user_id: int, voice: Voice, *, forwarded_from: str | None = None) -> None:
+        """Transcribe and run a voice note; one ``forwarded_from`` someone is quoted as their words, never
+        run as the owner's instruction (as forwarded text is)."""
         s = self.services
         size = voice.file_size or 0
         if size > MAX_VOICE_BYTES:
@@ -101,6 +104,8 @@ class VoiceFlow:
         if not text:
             await s.sender.send(chat_id, "🎙 I could not hear any words in that voice note.", html_text=False)
             return
+        if forwarded_from is not None:
+            text = quote_text(forwarded_from, text)
         if s.settings.voice_confirm:
             await self._ask_confirm(chat_id, user_id, text)
             return
@@ -108,6 +113,7 @@ class VoiceFlow:
         await self.run_transcript(chat_id, user_id, text)
 
     async def run_transcript(self, chat_id: int, user_id: int, text: str) -> None:
+        # A quoted (forwarded) note starts "Forwarded from …": the trigger word never matches it.
         task = strip_trigger(text, self.services.settings.rpa_trigger)
         if task is not None:
             await self.sessions.submit(chat_id, user_id, task, "rpa")

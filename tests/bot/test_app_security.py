@@ -4,6 +4,7 @@ act only for the owner who may press them."""
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -153,3 +154,57 @@ async def test_an_unanswered_approval_is_denied_after_the_timeout(
         assert toasts == ["This button is not for you, or it has expired."]
         assert h.claude.arrivals == arrivals
         assert not (h.project / "denied.txt").exists()
+
+
+async def test_messages_that_must_not_run_are_answered_and_run_nothing(h: Harness) -> None:
+    app = await h.start()
+    # A file with a caption: the caption alone would act without the file it speaks of.
+    h.tg.push_document(OWNER, OWNER, b"a,b\n1,2\n", "invoices.csv", caption="sum the amounts in this csv")
+    refused = await h.wait_text(lambda t: t.startswith("Files, photos and other attachments"))
+    assert "nothing was run" in refused
+    # Only invisible characters: nothing to run.
+    h.tg.push_message(OWNER, OWNER, "\u200b\u2060 \u200b")
+    await h.wait_text(lambda t: t.startswith("Send text or a voice note"))
+    # Another bot's command in a group is not ours: no reply, no session reset.
+    h.tg.push_message(OWNER, OWNER, "/new@some_other_bot")
+    h.tg.push_message(OWNER, OWNER, "/help@some_other_bot")
+    # An edit does not change what was sent: the owner is told so.
+    h.tg.push_edited_message(OWNER, OWNER, 1, "then tag release v3 (NOT v2)")
+    await h.wait_text(lambda t: t.startswith("✏️ Edits are not applied"))
+    # A long argument echoed back is cut, so the reply still fits one Telegram message.
+    h.tg.push_message(OWNER, OWNER, "/recall " + "flaky test in the billing export " * 120)
+    await h.wait_text(lambda t: t.startswith("Nothing in memory matches") or t.startswith("🔎"))
+    h.tg.push_message(OWNER, OWNER, "/" + "x" * 4000)
+    await h.wait_text(lambda t: t.startswith("Unknown command /xxx") and len(t) < 200)
+    await h.wait_handled(app)
+    assert h.claude.arrivals == 0 and h.tg.calls("getFile") == []
+    assert not any(t.startswith("🆕") or "Commands" in t for t in h.texts())
+    assert all(len(t) <= 4096 for t in h.texts())
+
+
+async def test_a_secret_in_a_handled_instruction_is_not_kept_in_the_bots_database(h: Harness) -> None:
+    key = "sk-ant-api03-" + "Q7w8E9r0T1y2U3i4O5p6" * 4
+    h.claude.enqueue("Used it.")
+    app = await h.start()
+    h.tg.push_message(OWNER, OWNER, f"deploy with ANTHROPIC_API_KEY={key} please")
+    await h.wait_text(lambda t: "Used it." in t)
+    await h.wait_handled(app)
+    assert app.services is not None
+    assert key in " ".join(h.claude.user_texts())  # the owner's instruction reached the agent whole
+    # Kept whole only while it could still run; afterwards every stored copy is redacted. (Old page images
+    # in the WAL are SQLite's until a checkpoint; Claude Code's own transcript holds the instruction anyway.)
+    path = app.services.state.path
+
+    def finished() -> bool:
+        with sqlite3.connect(path) as conn:
+            return conn.execute("SELECT count(*) FROM runs WHERE status = 'running'").fetchone()[0] == 0
+
+    await h.tg.wait_for(finished, timeout=30)  # the run is marked done after its answer is sent
+    with sqlite3.connect(path) as conn:
+        stored = [
+            *conn.execute("SELECT payload FROM updates"),
+            *conn.execute("SELECT instruction FROM runs"),
+            *conn.execute("SELECT text FROM queue"),
+        ]
+    assert stored and not [row for row in stored if key in str(row[0])]
+    assert any("[REDACTED:" in str(row[0]) for row in stored)

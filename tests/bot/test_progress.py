@@ -6,10 +6,11 @@ import datetime as dt
 import warnings
 
 import pytest
-from telegram import Voice
+from telegram import Bot, Voice
 from telegram.error import RetryAfter
 
-from bot.progress import ptb_seconds
+from bot.progress import Sender, ptb_seconds
+from tests.doubles.telegram import TelegramDouble
 
 
 @pytest.mark.parametrize("timedelta_form", [False, True])
@@ -27,3 +28,15 @@ def test_retry_after_and_voice_length_read_as_seconds_in_either_form(
         assert ptb_seconds(flood, "retry_after") == 3.0
         assert ptb_seconds(voice, "duration") == 61.0
     assert caught == []
+
+
+@pytest.mark.parametrize("html_text", [True, False])
+async def test_a_reply_too_long_for_one_message_is_cut_not_lost(
+    telegram_double: TelegramDouble, html_text: bool
+) -> None:
+    text = "<b>echo</b> " + "😀 long argument " * 400  # ~6,800 UTF-16 units: Telegram would refuse it whole
+    async with Bot(telegram_double.token, base_url=telegram_double.base_url) as bot:
+        sent = await Sender(bot).send(42, text, html_text=html_text)
+    body = sent.text or ""
+    assert body.endswith("…") and len(body.encode("utf-16-le")) // 2 <= 4096
+    assert body.startswith("echo " if html_text else "<b>echo</b> ")
