@@ -205,4 +205,8 @@ MIGRATIONS: tuple[str, ...] = (
             WHERE p.field = 2 AND p.term = '' AND p.session_id = chunks.handoff_id);
     CREATE INDEX chunks_handoff ON chunks(handoff_id);
     """,
+    # 6: the newest event of an origin in one seek (memory/facts/engine.py stamps new events after it)
+    """
+    CREATE INDEX applied_events_origin_at ON applied_events(origin, at_ms);
+    """,
 )

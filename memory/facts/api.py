@@ -200,16 +200,17 @@ class FactsApi:
                     continue
                 prov = entry.provenance or ("" if entry.meta else provenance)  # exported lines keep theirs
                 try:
-                    if existing is not None:
-                        e.forget(mid, now_ms=now_ms)
-                    if entry.op == "link":
-                        strength = float(w[3]) if len(w) == 4 else 1.0
-                        e.link(w[0], w[1], w[2], strength, now_ms=now_ms, provenance=prov, meta=entry.meta)
-                    else:
-                        pairs = w[3:]
-                        fields = dict(zip(pairs[::2], pairs[1::2], strict=True))
-                        e.remember(w[0], w[1], w[2], fields, now_ms=now_ms, provenance=prov, meta=entry.meta)
-                except (FactsError, ValueError) as exc:
+                    with e.savepoint():  # a refused line leaves what it would have replaced as it was
+                        if existing is not None:
+                            e.forget(mid, now_ms=now_ms)
+                        if entry.op == "link":
+                            strength = float(w[3]) if len(w) == 4 else 1.0
+                            e.link(w[0], w[1], w[2], strength, now_ms=now_ms, provenance=prov, meta=entry.meta)
+                        else:
+                            pairs = w[3:]
+                            fields = dict(zip(pairs[::2], pairs[1::2], strict=True))
+                            e.remember(w[0], w[1], w[2], fields, now_ms=now_ms, provenance=prov, meta=entry.meta)
+                except (FactsError, ValueError, OverflowError) as exc:
                     report.rejected.append((entry.line_no, str(exc)))
                     continue
                 if existing is not None:

@@ -48,10 +48,7 @@ def script_cmd(text: str | None, file: Path | None, as_of: datetime | None) -> N
     if (text is None) == (file is None):
         raise click.UsageError("give the script as TEXT or with --file F (one of them)")
     if file is not None:
-        try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise click.ClickException(f"cannot read {file}: {exc.strerror or exc}") from exc
+        text = _read_text(file)
     assert text is not None
     result = _with_api(lambda api: api.run_script(text, as_of=as_of, provenance="cli"))
     if not result.ok:
@@ -82,10 +79,7 @@ def facts_group() -> None:
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 def load_cmd(file: Path) -> None:
     """Re-apply a (hand-edited) snapshot FILE: new lines added, changed ones replaced."""
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise click.ClickException(f"cannot read {file}: {exc.strerror or exc}") from exc
+    text = _read_text(file)
     report = _with_api(lambda api: api.load_snapshot(text, provenance=f"snapshot {file.name}"))
     click.echo(f"added {report.added}, replaced {report.replaced}, unchanged {report.unchanged}")
     for line, why in report.rejected:
@@ -106,3 +100,12 @@ def show_cmd(as_of: datetime | None) -> None:
     """Print the injection tier (at most 12 lines) a session would start with."""
     for line in _with_api(lambda api: api.tiered_injection(as_of)):
         click.echo(line)
+
+
+def _read_text(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {file}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError:
+        raise click.ClickException(f"cannot read {file}: not UTF-8 text") from None

@@ -222,10 +222,13 @@ def _sweep(s: Session, args: list[str]) -> str:
                 max_delete = _int(args[i + 1], "-max")
             else:
                 grace_days = _float(args[i + 1], "-grace")
+                # Days a marked memory waits before it is deleted: a finite number ≥ 0 (NaN fails this too).
+                if not 0.0 <= grace_days < 1e6:
+                    raise FactsError(f"-grace must be a number of days from 0 to 1000000, got {args[i + 1]!r}")
             i += 2
         else:
             raise FactsError("usage: sweep ?-dry-run? ?-max n? ?-grace days?")
-    grace_ms = int(max(0.0, grace_days) * decay.DAY_MS)
+    grace_ms = int(grace_days * decay.DAY_MS)
     report = s.engine.sweep(now_ms=s.now_ms, grace_ms=grace_ms, max_delete=max_delete, dry_run=dry_run)
     return format_list(w for k, v in report.items() for w in (k, str(v)))
 

@@ -88,6 +88,13 @@ class FactsEngine:
             yield  # nested: the outer transaction logs and commits
             return
         self.conn.execute("BEGIN IMMEDIATE")
+        # Another process of this origin may have committed events stamped ahead of the wall clock (a bulk
+        # script goes 1 ms per event): stamp ours after them, so replay order is commit order.
+        (newest,) = self.conn.execute(
+            "SELECT max(at_ms) FROM applied_events WHERE origin = ?", (self.origin,)
+        ).fetchone()
+        if newest is not None:
+            self.log.observe(int(newest))
         self._pending = []
         try:
             yield
@@ -104,6 +111,22 @@ class FactsEngine:
         self._pending = None
         self.conn.execute("COMMIT")
         self.events_since_snapshot += len(events)
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """Inside a transaction: a block whose changes and events are all undone if it raises."""
+        if self._pending is None:
+            raise RuntimeError("a savepoint needs an open engine.transaction()")
+        mark = len(self._pending)
+        self.conn.execute("SAVEPOINT block")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK TO block")
+            self.conn.execute("RELEASE block")
+            del self._pending[mark:]
+            raise
+        self.conn.execute("RELEASE block")
 
     def _emit(self, op: str, args: dict[str, Any]) -> None:
         if self._pending is None:
@@ -193,8 +216,8 @@ class FactsEngine:
         provenance: str = "",
         meta: Mapping[str, Any] | None = None,
     ) -> str:
-        check_name("a memory id", mid)
-        check_name("a subject", subject)
+        self._check_name("a memory id", mid)
+        self._check_name("a subject", subject)
         spec = component(ctype)
         spec.normalize(dict(fields))  # fail before emitting
         if mid == subject:
@@ -221,14 +244,23 @@ class FactsEngine:
         meta: Mapping[str, Any] | None = None,
     ) -> str:
         for what, value in (("a link source", source), ("a link target", target), ("a link kind", kind)):
-            check_name(what, value)
+            self._check_name(what, value)
+            if "~" in value:  # the id's separator: "a y~b x" and "a~x b y" would share the id a~x~y~b
+                raise FactsError(f"{what} cannot contain '~' (it separates the parts of a link's id): {value!r}")
         RELATIONSHIP.normalize({"target": target, "kind": kind, "strength": str(strength)})
         args: dict[str, Any] = {"from": source, "to": target, "kind": kind, "strength": strength}
-        args |= {"now_ms": now_ms, "provenance": provenance}
+        args |= {"now_ms": now_ms, "provenance": self.redact(provenance)}
         if meta:
             args["meta"] = dict(meta)
         self._emit("link", args)
         return link_id(source, kind, target)
+
+    def _check_name(self, what: str, value: str) -> None:
+        """A valid name that is no secret: names are identifiers, kept as they are in the log, the snapshot and
+        a git remote, so one that redaction would change is refused rather than stored."""
+        check_name(what, value)
+        if self.redact(value) != value:
+            raise FactsError(f"{what} looks like a secret; names are never redacted: put it in a field, which is")
 
     def forget(self, mid: str, *, now_ms: int) -> str:
         if self.get(mid) is None:

@@ -41,9 +41,12 @@ def _line(m: Memory, engine: FactsEngine, now_ms: int) -> str:
         body += f", confidence {m.field_text('confidence')}"
     elif m.target:
         body = f"{_q(m.subject)} {_q(m.field_text('kind'))} → {_q(m.target)}"
+        if m.field_text("strength"):
+            body += f", strength {m.field_text('strength')}"
     else:
         body = f"{_q(m.subject)} " + ", ".join(f"{k} = {_q(m.field_text(k))}" for k in m.fields if m.field_text(k))
-    return f"- {m.ctype} {_q(m.id)}: {body} {_origin(m)[:-1]}, strength {d:.2f})"
+    # "decay", as `recall` calls it: how alive the memory is now, not a relationship's own strength.
+    return f"- {m.ctype} {_q(m.id)}: {body} {_origin(m)[:-1]}, decay {d:.2f})"
 
 
 def _in_tier(tier: str) -> tuple[str, list[str]]:

@@ -144,9 +144,11 @@ def check_name(what: str, value: str) -> str:
 
 
 def format_number(value: float) -> str:
-    """Stable text for numbers: 0.9 not 0.9000000000000001, 1 not 1.0."""
-    text = f"{value:.6g}"
-    return text
+    """Stable, exact text for numbers: the shortest that reads back as the same float (0.9, 0.123456789),
+    a whole number without ".0". Exact, so an exported snapshot loads back unchanged."""
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
 
 
 @dataclass(slots=True)

@@ -109,10 +109,23 @@ proc ::facts::run {commands script time_ms max_commands max_bytes} {
     set out [list 0 "" 0]
     catch {
         set m [interp eval $c {set ::__m}]
+        # A top-level `return -code error` (or any code but ok) is a failed script: nothing commits.
+        if {$res == 2} {
+            set rc [interp eval $c {dict get $::__o -code}]
+            if {$rc == 1} {
+                set res 1
+            } elseif {$rc != 0} {
+                set res $rc
+            }
+        }
         if {$res == 1} {
-            set out [list 1 $m [interp eval $c {dict get $::__o -errorline}]]
+            set line 0
+            catch {set line [interp eval $c {dict get $::__o -errorline}]}
+            set out [list 1 $m $line]
         } elseif {$res == 3 || $res == 4} {
             set out [list 1 "invoked \"[expr {$res == 3 ? "break" : "continue"}]\" outside of a loop" 0]
+        } elseif {$res != 0 && $res != 2} {
+            set out [list 1 "the script ended with return code $res: $m" 0]
         } else {
             set out [list 0 $m 0]
         }

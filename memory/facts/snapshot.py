@@ -37,7 +37,9 @@ HEADER = (
 
 
 def iso_ms(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    d = datetime.fromtimestamp(ms / 1000, UTC)
+    # Four-digit years always (strftime writes year 1 as "1", which ISO-8601 readers refuse).
+    return f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}.{ms % 1000:03d}Z"
 
 
 def parse_iso_ms(text: str) -> int:

@@ -58,3 +58,11 @@ def test_export_load_show_and_rebuild(tmp_path: Path) -> None:
     rebuilt = _run(home, "rebuild")
     assert rebuilt.returncode == 0 and "1 memories" in rebuilt.stdout
     assert "Kakoune" in _run(home, "facts", "export").stdout
+
+
+def test_a_file_that_is_not_utf8_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.tcl"
+    bad.write_bytes(b"\xff\xfe remember x")
+    for args in (("script", "--file", str(bad)), ("facts", "load", str(bad))):
+        r = _run(tmp_path, *args)
+        assert r.returncode == 1 and "not UTF-8 text" in r.stderr and "Traceback" not in r.stderr

@@ -128,3 +128,18 @@ async def test_events_committed_to_the_log_but_not_the_database_are_applied_at_o
         assert await reopened.get("late") is not None
     finally:
         await reopened.close()
+
+
+async def test_events_committed_after_a_bulk_script_replay_after_it(tmp_path: Path) -> None:
+    # A bulk script stamps 1 ms per event, ahead of the clock; a second process's forget, committed after
+    # it, must replay after it too, or a rebuild brings the forgotten memory back.
+    home = tmp_path / "home"
+    first, second = await open_api(home), await open_api(home)
+    try:
+        await ok(first, "for {set i 0} {$i < 300} {incr i} {remember m$i user Fact predicate p object o}", None)
+        await ok(second, "forget m299", None)
+        await second.rebuild()
+        assert await second.get("m299") is None and (await second.world())["memories"] == 299
+    finally:
+        await first.close()
+        await second.close()

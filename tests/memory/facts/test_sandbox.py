@@ -166,6 +166,30 @@ async def test_a_failing_script_changes_nothing(api: FactsApi) -> None:
     assert (await api.world())["memories"] == 0
 
 
+@pytest.mark.parametrize(
+    ("script", "error"),
+    [
+        ('return -code error "abort, do not store"', "abort, do not store"),
+        ("return -code 5 x", "return code 5"),
+        ("sweep -grace inf", "-grace must be"),
+        ("sweep -grace nan", "-grace must be"),
+        ("sweep -grace -5", "-grace must be"),
+        ("link a y~b x", "cannot contain '~'"),
+    ],
+)
+async def test_a_script_that_ends_in_an_error_of_any_kind_stores_nothing(
+    api: FactsApi, script: str, error: str
+) -> None:
+    result = await api.run_script(f"remember a user Fact predicate p object o\n{script}")
+    assert not result.ok and error in result.text
+    assert await api.get("a") is None
+
+
+async def test_a_plain_return_is_a_result_not_an_error(api: FactsApi) -> None:
+    assert await ok(api, "remember a user Fact predicate p object o; return done") == "done"
+    assert await api.get("a") is not None
+
+
 async def test_the_memecsy_example_recalls_checks_stores_only_if_new_and_responds(api: FactsApi) -> None:
     script = """
 set m [recall user]

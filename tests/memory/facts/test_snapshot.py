@@ -86,3 +86,33 @@ async def test_the_snapshot_is_written_every_50_events_and_at_close(tmp_path: Pa
     await api.close()
     assert "remember last" in snap.read_text()
     assert not list((home / "facts").glob("*.tmp"))
+
+
+async def test_a_refused_replacement_leaves_the_stored_memory_as_it_was(api: FactsApi) -> None:
+    await ok(api, "remember editor user Fact predicate favorite-editor object Helix confidence 0.9", days(0))
+    await ok(api, "remember laptop user Fact predicate owns object thinkpad", days(0))
+    await ok(api, "remember laptop-os laptop Fact predicate runs object linux", days(0))
+    before = await api.export_snapshot()
+    typo = before.replace("confidence 0.9", "confidence 9").replace("object thinkpad", "object framework")
+    report = await api.load_snapshot(typo)
+    assert [line for line, _ in report.rejected] == [3, 4] and (report.replaced, report.added) == (0, 0)
+    assert await api.export_snapshot() == before  # nothing forgotten on the way
+    assert (await api.get("editor")) is not None and (await api.get("laptop")) is not None
+
+
+async def test_an_unedited_export_loads_back_unchanged_whatever_its_numbers(api: FactsApi) -> None:
+    await ok(api, "remember x user Fact predicate p object o confidence 0.123456789", days(0))
+    await ok(api, "link user eywa works-on 0.3333333333333333", days(0))
+    text = await api.export_snapshot()
+    assert "confidence 0.123456789 ;#" in text
+    report = await api.load_snapshot(text)
+    assert (report.unchanged, report.replaced, report.added) == (2, 0, 0)
+    assert await api.export_snapshot() == text
+
+
+async def test_a_line_with_an_impossible_access_count_is_refused_not_a_crash(api: FactsApi) -> None:
+    report = await api.load_snapshot(
+        "remember a10 user Fact predicate p object o ;# access 99999999999999999999999\n"
+        "remember b10 user Fact predicate p object o\n"
+    )
+    assert [line for line, _ in report.rejected] == [1] and report.added == 1
