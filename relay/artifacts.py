@@ -7,6 +7,7 @@ temporary file renamed into place), so a reader never sees half a stage.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import secrets
@@ -15,7 +16,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-__all__ = ["ArtifactHeader", "artifact_name", "new_run_id", "read_header", "write_artifact"]
+from relay.errors import ArtifactError
+
+__all__ = ["ArtifactHeader", "artifact_name", "new_run_id", "read_header", "store_artifact", "write_artifact"]
 
 _SAFE = re.compile(r"[^a-z0-9-]+")
 _FRONT = re.compile(r"\A---\n(.*?)\n---\n", re.DOTALL)
@@ -84,3 +87,11 @@ def read_header(path: Path) -> Mapping[str, str]:
         if sep:
             fields[key.strip()] = value.strip()
     return fields
+
+
+async def store_artifact(run_dir: Path, name: str, header: ArtifactHeader, body: str) -> Path:
+    """:func:`write_artifact` off the event loop; a file system that refuses it is an ArtifactError."""
+    try:
+        return await asyncio.to_thread(write_artifact, run_dir, name, header, body)
+    except OSError as exc:  # a full disk, a file where the runs folder should be
+        raise ArtifactError(run_dir, exc.strerror or str(exc)) from exc

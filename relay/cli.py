@@ -82,7 +82,7 @@ async def _facts_lines(settings: RelaySettings) -> list[str]:
 
 
 async def _ask(
-    settings: RelaySettings, instruction: str, project: Path, resume: str | None, codex: bool
+    settings: RelaySettings, instruction: str, project: Path, resume: str | None, codex: bool, started: list[Any]
 ) -> SessionResult:
     from memory.api import Eywa
     from relay.ledger import Ledger
@@ -101,6 +101,7 @@ async def _ask(
             resume=resume,
             ledger=ledger,
         )
+        started.append(session)
         engine = await _wire_codex(session, settings, project) if codex else None
         try:
             return await session.send(instruction)
@@ -126,11 +127,18 @@ def ask_cmd(
     ctx: click.Context, instruction: str, project: Path, resume: str | None, as_json: bool, codex: bool
 ) -> None:
     """Run one grounded Claude Code turn on INSTRUCTION and print the answer and the session id."""
+    if not instruction.strip():
+        raise click.UsageError("INSTRUCTION is empty")
     settings = _settings(ctx)
+    started: list[Any] = []  # the session, once started: an interrupt still names it
     try:
-        result = asyncio.run(_ask(settings, instruction, project, resume, codex))
+        result = asyncio.run(_ask(settings, instruction, project, resume, codex, started))
     except (RelayError, MemoryStoreError) as exc:
         raise click.ClickException(str(exc)) from exc
+    except KeyboardInterrupt:
+        sid = started[0].session_id if started and started[0].session_id else ""
+        tail = f"; continue it with --resume {sid}" if sid else " before the session started"
+        raise click.ClickException(f"interrupted{tail}") from None
     if as_json:
         payload = {
             "answer": result.answer,
@@ -228,6 +236,8 @@ def run_cmd(
 
     Exits 1 when a stage failed; a plan that was not approved is a finished run (exit 0, approved false).
     """
+    if not task.strip():
+        raise click.UsageError("TASK is empty")
     settings = _settings(ctx)
     wanted = tuple(s.strip() for s in stages.split(",") if s.strip())
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CodexError", "RelayError", "RelayTimeoutError", "SessionError"]
+__all__ = ["ArtifactError", "CodexError", "RelayError", "RelayTimeoutError", "SessionError"]
 
 
 class RelayError(Exception):
@@ -35,3 +35,12 @@ class RelayTimeoutError(RelayError):
         self.kind = kind  # "deadline" | "idle"
         self.limit_s = limit_s
         self.session_id = session_id
+
+
+class ArtifactError(RelayError):
+    """A run's artifact (a stage's record, the report) could not be written."""
+
+    def __init__(self, path: object, reason: str) -> None:
+        super().__init__(f"cannot write the run's artifacts to {path}: {reason}")
+        self.path = path
+        self.reason = reason

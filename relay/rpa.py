@@ -25,10 +25,10 @@ from typing import Any, Literal
 
 from memory.api import Eywa
 from memory.errors import MemoryStoreError
-from relay.artifacts import ArtifactHeader, artifact_name, new_run_id, write_artifact
+from relay.artifacts import ArtifactHeader, artifact_name, new_run_id, store_artifact
 from relay.claude_options import CanUseTool
 from relay.codex import CodexEngine, CodexTurn, find_rollout
-from relay.errors import CodexError, RelayError
+from relay.errors import ArtifactError, CodexError, RelayError
 from relay.events import StageEnd, StageStart, Usage
 from relay.ledger import Ledger
 from relay.rpa_report import RunReport, StageOutcome, phone_summary
@@ -205,7 +205,7 @@ class _Run:
             listed = "\n".join(f"{n}. {f}" for n, f in enumerate(verdict.findings, 1)) or "(no findings)"
             body += f"\n## Verdict: {verdict.verdict}\n\n{listed}\n"
         name = artifact_name(index, stage, round_ if numbered else None)
-        path = await asyncio.to_thread(write_artifact, self.run_dir, name, header, body)
+        path = await store_artifact(self.run_dir, name, header, body)
         outcome = StageOutcome(
             index, stage, round_, engine, model, duration, usage, path, thread_id, ok,
             verdict.verdict if verdict else None, verdict.findings if verdict else (), answer,
@@ -288,12 +288,14 @@ class _Run:
         for session in self.sessions:
             await session.aclose()
         existing = [p for p in self.rollouts if p.is_file()]
+        # Ingested here too: a session that ended early (its stage failed) ingested before the rollouts were
+        # added. Files already ingested with their session are unchanged and cost a hash each.
+        if existing:
+            try:
+                await self.eywa.ingest(existing)
+            except MemoryStoreError as exc:
+                logger.warning("could not ingest the Codex rollouts of run %s: %s", self.run_id, exc)
         if parent is None:
-            if existing:
-                try:
-                    await self.eywa.ingest(existing)
-                except MemoryStoreError as exc:
-                    logger.warning("could not ingest the Codex rollouts of run %s: %s", self.run_id, exc)
             return
         for path in existing:
             rollout_id = await asyncio.to_thread(_rollout_session_id, path)
@@ -390,6 +392,11 @@ async def run_rpa(
         run.sessions.append(session)
         return session
 
+    # Before any model is paid for: a run whose record cannot be kept is refused up front.
+    try:
+        await asyncio.to_thread(run.run_dir.mkdir, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ArtifactError(run.run_dir, exc.strerror or str(exc)) from exc
     started = time.monotonic()
     error = ""
     try:
@@ -406,5 +413,8 @@ async def run_rpa(
         run.run_id, "report", 1, "relay", "", report.duration_s, report.tokens, report.cost_usd, "", not error
     )
     name = artifact_name(len(report.stages) + 1, "report")
-    await asyncio.to_thread(write_artifact, run.run_dir, name, header, body)
+    try:
+        await store_artifact(run.run_dir, name, header, body)
+    except ArtifactError as exc:  # the report itself is returned: the caller still shows it
+        logger.warning("%s", exc)
     return report

@@ -140,3 +140,13 @@ def test_config_toml_missing_is_empty_and_malformed_is_an_error(tmp_path: Path) 
     bad.write_text("[relay\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"bad\.toml"):
         read_config_toml(bad)
+
+
+@pytest.mark.parametrize("command", ["ask", "run"])
+async def test_an_empty_instruction_is_a_usage_error_and_calls_no_model(
+    anthropic_double: AnthropicDouble, cli_env: dict[str, str], tmp_path: Path, command: str
+) -> None:
+    for blank in ("", "  \n "):
+        rc, out, err = await macupos(cli_env, "relay", command, blank, "--project", str(tmp_path))
+        assert rc == 2 and "is empty" in err and out == ""
+    assert anthropic_double.requests == []

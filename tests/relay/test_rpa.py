@@ -16,12 +16,13 @@ from memory.api import Eywa
 from memory.settings import MemorySettings
 from relay.artifacts import read_header
 from relay.codex import CodexEngine
+from relay.errors import ArtifactError
 from relay.events import RelayEvent, StageEnd, StageStart
 from relay.ledger import Ledger
 from relay.rpa import run_rpa
 from relay.rpa_text import parse_verdict
 from relay.settings import RelaySettings
-from tests.doubles.anthropic import AnthropicDouble, ToolUse, last_user_text
+from tests.doubles.anthropic import AnthropicDouble, ErrorReply, ToolUse, last_user_text
 from tests.doubles.openai import ExecCommand, HttpError, OpenAIDouble, input_texts
 
 MACUPOS = Path(sys.executable).parent / "macupos"
@@ -320,6 +321,44 @@ async def test_a_failing_stage_stops_the_run_with_a_clear_report(
     assert read_header(report.stages[1].artifact)["ok"] == "false"
     assert report.summary.startswith("❌ Stopped at plan")
     assert (await eywa.show(report.stages[0].thread_id)).session is not None  # still ingested
+
+
+async def test_codex_work_reaches_memory_when_a_later_claude_stage_fails(
+    anthropic_double: AnthropicDouble,
+    openai_double: OpenAIDouble,
+    settings: RelaySettings,
+    eywa: Eywa,
+    engine: CodexEngine,
+    project: Path,
+) -> None:
+    script = claude_script([])
+
+    def respond(body: dict[str, Any]) -> Any:
+        return ErrorReply(500, "api_error", "down") if "· stage audit" in last_user_text(body) else script(body)
+
+    anthropic_double.default = respond
+    openai_double.enqueue("PLAN v1: write greet.txt")
+
+    report = await run_rpa("plan it", settings=settings, project_dir=project, eywa=eywa, codex=engine)
+
+    assert [(s.stage, s.ok) for s in report.stages] == [("research", True), ("plan", True), ("audit", False)]
+    view = await eywa.show(report.stages[0].thread_id)  # the research session, the rollouts' parent
+    assert f"codex-{report.stages[1].thread_id}" in view.subagents
+
+
+async def test_a_run_whose_record_cannot_be_written_is_refused_before_any_model_is_called(
+    anthropic_double: AnthropicDouble,
+    openai_double: OpenAIDouble,
+    settings: RelaySettings,
+    eywa: Eywa,
+    engine: CodexEngine,
+    project: Path,
+) -> None:
+    settings.runs_dir.parent.mkdir(parents=True, exist_ok=True)
+    settings.runs_dir.write_text("a file where the runs folder should be")
+    with pytest.raises(ArtifactError, match="cannot write the run's artifacts"):
+        await run_rpa("plan it", settings=settings, project_dir=project, eywa=eywa, codex=engine)
+    assert anthropic_double.requests == [] and openai_double.requests == []
 
 
 @pytest.mark.parametrize(
