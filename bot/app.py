@@ -308,13 +308,15 @@ class BotApp:
         elif update.message is not None:
             await self._on_message(update.message)
         elif update.edited_message is not None:
-            # The instruction already went as first sent; say so rather than leave the owner thinking it changed.
+            # An edited instruction already went as first sent: say so rather than leave the owner thinking it
+            # changed. Other edits (a live location moving, a command, an attachment's caption) pass silently.
             edited = update.edited_message
-            await self._reply(
-                edited.chat_id,
-                "✏️ Edits are not applied: the message went as first sent. Send a new message to change it.",
-                reply_to=edited.message_id,
-            )
+            if edited.text and not edited.text.startswith("/") and edited.effective_attachment is None:
+                await self._reply(
+                    edited.chat_id,
+                    "✏️ Edits are not applied: the message went as first sent. Send a new message to change it.",
+                    reply_to=edited.message_id,
+                )
 
     async def _reply(self, chat_id: int, text: str, *, reply_to: int | None = None) -> None:
         assert self.services is not None

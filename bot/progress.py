@@ -23,7 +23,7 @@ from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, TimedOut
 
 from bot.telegram_format import markdown_to_html, plain_text
-from bot.telegram_split import TELEGRAM_LIMIT, split_message
+from bot.telegram_split import TELEGRAM_LIMIT, split_message, utf16_len
 
 __all__ = [
     "DOCUMENT_THRESHOLD",
@@ -124,10 +124,11 @@ class Sender:
         """Send one message (≤ 4,096 characters); HTML refused by Telegram is resent as plain text."""
         markup = _markup(buttons)
         mode = ParseMode.HTML if html_text else None
-        if _units(text) > TELEGRAM_LIMIT:
+        visible = _strip_tags(text) if html_text else text
+        if utf16_len(visible) > TELEGRAM_LIMIT:
             # Too long for one message (a long argument echoed back): cut, as plain text, rather than have
-            # Telegram refuse it and the owner hear nothing.
-            text, mode, html_text = _fit(_strip_tags(text) if html_text else text), None, False
+            # Telegram refuse it and the owner hear nothing. Long answers go through split_message instead.
+            text, mode, html_text = _fit(visible), None, False
 
         async def go(body: str, parse_mode: str | None) -> Message:
             return await self._call(
@@ -212,18 +213,13 @@ class Sender:
         return sent
 
 
-def _units(text: str) -> int:
-    """Length as Telegram counts it: UTF-16 code units (an emoji outside the BMP is two)."""
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
-
-
 def _fit(text: str, limit: int = TELEGRAM_LIMIT) -> str:
     """``text`` cut to ``limit`` UTF-16 units, an ellipsis marking the cut."""
-    if _units(text) <= limit:
+    if utf16_len(text) <= limit:
         return text
     cut = limit - 1
-    while _units(text[:cut]) > limit - 1:
-        cut -= max(1, (_units(text[:cut]) - (limit - 1)) // 2)
+    while utf16_len(text[:cut]) > limit - 1:
+        cut -= max(1, (utf16_len(text[:cut]) - (limit - 1)) // 2)
     return text[:cut] + "…"
 
 

@@ -281,8 +281,10 @@ class BotState:
                 (now,),
             ) as cur:
                 rows = list(await cur.fetchall())
-            await conn.execute(
-                "UPDATE queue SET status = 'interrupted', updated_at = ? WHERE status = 'running'", (now,)
+            await conn.execute(  # the run keeps the instruction a resume needs; this copy is done with
+                "UPDATE queue SET status = 'interrupted', updated_at = ?, text = redact_text(text)"
+                " WHERE status = 'running'",
+                (now,),
             )
             for chat_id in {int(r[1]) for r in rows}:
                 await conn.execute(

@@ -9,13 +9,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["TELEGRAM_LIMIT", "split_message"]
+__all__ = ["TELEGRAM_LIMIT", "split_message", "utf16_len"]
 
 TELEGRAM_LIMIT = 4096
 
 
+def utf16_len(text: str) -> int:
+    """Length as Telegram counts it: UTF-16 code units (an emoji outside the BMP is two)."""
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
 def split_message(text: str, limit: int = TELEGRAM_LIMIT, *, html: bool = True) -> list[str]:
-    """Split ``text`` into chunks of at most ``limit`` characters at the best boundary available.
+    """Split ``text`` into chunks of at most ``limit`` UTF-16 units at the best boundary available.
 
     Boundaries, best first: blank line, line end, sentence end, space, anywhere. With ``html=True``
     tags and entities are never cut; tags open at a split are closed at the end of the chunk and
@@ -25,7 +30,7 @@ def split_message(text: str, limit: int = TELEGRAM_LIMIT, *, html: bool = True) 
     if limit < 1:
         raise ValueError("limit must be positive")
     units = _units(text, html)
-    if len(text) <= limit:
+    if utf16_len(text) <= limit:
         return [text] if text and (not html or _visible(units, 0, len(units)).strip()) else []
     chunks: list[str] = []
     stack: list[_Unit] = []
@@ -88,7 +93,7 @@ def _priority(prev2: str, prev1: str) -> int:
 
 def _next_chunk(units: list[_Unit], i: int, stack: list[_Unit], limit: int) -> tuple[int, str, list[_Unit]]:
     prefix = "".join(u.text for u in stack)
-    budget = limit - len(prefix)
+    budget = limit - utf16_len(prefix)
     cur = list(stack)
     closing = len(_closing(cur))
     length = 0
@@ -100,10 +105,10 @@ def _next_chunk(units: list[_Unit], i: int, stack: list[_Unit], limit: int) -> t
         unit = units[j]
         _step(cur, unit)
         closing = len(_closing(cur)) if unit.kind != _TEXT else closing
-        length += len(unit.text)
+        length += utf16_len(unit.text)
         j += 1
-        if length + closing > budget:  # never shrinks again: a closing tag costs what it saves
-            break
+        if length + closing > budget and (cuts or unit.kind != _TEXT):  # never shrinks again
+            break  # (a lone character wider than the budget, an emoji at a tiny limit, still goes alone)
         if unit.kind == _TEXT:
             prev2, prev1 = prev1, unit.text[-1] if len(unit.text) == 1 else "x"
             cuts.append((j, _priority(prev2, prev1), length))

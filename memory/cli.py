@@ -176,7 +176,7 @@ async def get_cmd(
                 continue
             try:
                 spec = _query_spec(json.loads(line), max_k)
-            except ValueError as exc:
+            except (ValueError, OverflowError) as exc:  # OverflowError: a number too large for a float
                 click.echo(json.dumps({"line": n, "error": f"invalid query line: {exc}"}))
                 continue
             g = await eywa.get(

@@ -140,7 +140,16 @@ class TextClipper:
             clipped = {k: self.value(v) for k, v in pairs}
             dropped = sum(n for _, n in clipped.values())
             if isinstance(value, dict):
-                # Keys are redacted too: a tool's input can name a secret as a key ({"sk-…": "v"}).
-                return {self.redact(str(k)): v for k, (v, _) in clipped.items()}, dropped
+                # Keys are redacted too: a tool's input can name a secret as a key ({"sk-…": "v"}); two keys
+                # redacted alike keep both values ("[REDACTED:x]", "[REDACTED:x] 2").
+                out: dict[str, Any] = {}
+                for k, (v, _) in clipped.items():
+                    key = base = self.redact(str(k))
+                    n = 1
+                    while key in out:
+                        n += 1
+                        key = f"{base} {n}"
+                    out[key] = v
+                return out, dropped
             return [v for v, _ in clipped.values()], dropped
         return value, 0

@@ -285,8 +285,8 @@ async def list_handoffs(
     project: str | None = None,
     include_subagents: bool = False,
 ) -> list[HandoffRow]:
-    """The newest handoffs; with ``project``, those naming it (compared as normalized names: "Example
-    Project" finds ``example-project``, as ``get --project`` does)."""
+    """The newest handoffs; with ``project``, those naming it (compared as whole normalized names: "Example
+    Project" finds ``example-project``)."""
     sql = f"SELECT {_HANDOFF_COLS} FROM handoffs"
     if not include_subagents:
         sql += " WHERE kind != 'subagent'"

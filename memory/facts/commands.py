@@ -223,7 +223,7 @@ def _sweep(s: Session, args: list[str]) -> str:
             else:
                 grace_days = _float(args[i + 1], "-grace")
                 # Days a marked memory waits before it is deleted: a finite number ≥ 0 (NaN fails this too).
-                if not 0.0 <= grace_days < 1e6:
+                if not 0.0 <= grace_days <= 1e6:
                     raise FactsError(f"-grace must be a number of days from 0 to 1000000, got {args[i + 1]!r}")
             i += 2
         else:

@@ -270,3 +270,26 @@ async def test_instructions_waiting_when_the_process_died_are_held_until_resume(
     assert await state.release_held(1, "queued") == 1
     nxt = await state.next_queued(1)
     assert nxt is not None and nxt.text == "then push"
+
+
+async def test_a_secret_in_an_instruction_is_kept_only_while_it_may_still_run(tmp_path: Path) -> None:
+    key = "sk-ant-api03-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm" * 4
+    path = tmp_path / "bot.db"
+    first = await BotState.open(path)
+    queued = await first.enqueue(1, f"deploy with {key}", "text")
+    await first.mark_queued(queued, "running")
+    run = await first.start_run(1, f"deploy with {key}", "sess-1", "eywa")
+    await first.close()  # killed mid-run
+
+    second = await BotState.open(path)
+    try:
+        [cut] = await second.interrupted_runs()
+        assert key in cut.instruction  # Resume needs it whole
+        with sqlite3.connect(path) as conn:
+            assert key not in conn.execute("SELECT text FROM queue WHERE id = ?", (queued,)).fetchone()[0]
+        await second.finish_run(run, "dismissed")
+        with sqlite3.connect(path) as conn:
+            stored = conn.execute("SELECT instruction FROM runs WHERE id = ?", (run,)).fetchone()[0]
+        assert key not in stored and "[REDACTED:" in stored
+    finally:
+        await second.close()

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.telegram_format import markdown_to_html, plain_text
-from bot.telegram_split import TELEGRAM_LIMIT, split_message
+from bot.telegram_split import TELEGRAM_LIMIT, split_message, utf16_len
 from tests.doubles.telegram import check_html
 
 MD_PIECES = [
@@ -169,3 +169,12 @@ def test_hostile_100k_markdown_renders_and_splits_into_valid_chunks(md: str) -> 
     for chunk in chunks:
         assert len(chunk) <= TELEGRAM_LIMIT
         check_html(chunk)
+
+
+def test_chunks_fit_telegrams_utf16_count_and_lose_no_emoji() -> None:
+    # Telegram counts UTF-16 units: 🚀 is two. Chunks sized in characters would be refused or cut.
+    html = markdown_to_html("Deployed 🚀 the **service** and checked it. " * 250 + "🚀 ok " * 2000)
+    chunks = split_message(html)
+    assert all(utf16_len(c) <= TELEGRAM_LIMIT for c in chunks)
+    assert sum(c.count("🚀") for c in chunks) == 2250
+    assert all("<b>service</b>" in c for c in chunks[:2])  # formatting kept, not stripped to plain text

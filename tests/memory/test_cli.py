@@ -101,14 +101,18 @@ def test_queries_file_answers_one_line_per_query(home: Path, transcripts: Path, 
         + "\n"
         + json.dumps({"query": "hello", "days_back": -3})
         + "\n"
+        + '{"query": "hello", "days_back": 1'
+        + "9" * 400
+        + "}\n"
     )
     with qfile.open("ab") as f:
         f.write(b'\xff\xfe{"query": "hello"}\n')  # not UTF-8: a bad line like any other
     r = macupos(home, "get", "--queries", str(qfile), "--explain")
     assert r.returncode == 0, r.stderr
     lines = [json.loads(x) for x in r.stdout.splitlines()]
-    assert len(lines) == 8
+    assert len(lines) == 9
     assert "positive number of days" in lines[6]["error"] and lines[7]["error"].startswith("invalid query line")
+    assert lines[8]["error"].startswith("invalid query line")  # a number too large for a float
     assert lines[0]["results"] and "explain" in lines[0]["results"][0]
     assert lines[1]["error"].startswith("invalid query line")
     assert lines[2]["error"].startswith("invalid query line")

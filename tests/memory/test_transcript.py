@@ -413,3 +413,13 @@ def test_100_mb_transcript_parses_within_300_mb_peak_rss(tmp_path: Path) -> None
     )
     peak_mb = int(out.stdout.strip()) / 1024
     assert peak_mb <= 300, f"peak RSS {peak_mb:.0f} MB"
+
+
+def test_two_tool_input_keys_redacted_alike_keep_both_values() -> None:
+    from memory.jsonl import TextClipper
+    from memory.redact import Redactor
+
+    a, b = "sk-proj-" + "A1b2C3d4E5" * 4, "sk-proj-" + "F6g7H8i9J0" * 4
+    value, dropped = TextClipper(Redactor(()), 1000).value({a: "one", b: "two", "plain": "three"})
+    assert dropped == 0 and sorted(value.values()) == ["one", "three", "two"]
+    assert not any(a in k or b in k for k in value)
