@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import time
+import tomllib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -131,10 +132,25 @@ class CodexEngine:
 
     @classmethod
     async def start(cls, *, env: Mapping[str, str], codex_bin: Path | None = None) -> CodexEngine:
-        """Start the app-server now so a broken Codex setup fails before the first turn needs it."""
+        """Start the app-server now so a broken Codex setup fails before the first turn needs it.
+
+        The app-server reads ``config.toml`` only when a thread starts: a malformed one is checked here, so
+        a run fails before Claude is paid for research rather than at the plan stage.
+        """
         engine = cls(env, codex_bin)
+        await asyncio.to_thread(engine._check_config)
         await engine._ensure()
         return engine
+
+    def _check_config(self) -> None:
+        path = self.codex_home / "config.toml"
+        try:
+            with path.open("rb") as fh:
+                tomllib.load(fh)
+        except FileNotFoundError:
+            return  # Codex's defaults
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise CodexError(f"Codex cannot start: {path} is not a readable TOML file ({exc})") from exc
 
     @property
     def codex_home(self) -> Path:

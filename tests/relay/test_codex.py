@@ -226,3 +226,10 @@ async def test_a_cancelled_turn_is_stopped_so_its_thread_can_continue(
         thread_id = bodies[0]["client_metadata"]["thread_id"]
         turn = await engine.run_turn("go on", stage="plan", cwd=project, thread_id=thread_id, config=config)
     assert turn.answer == "after the cancel" and turn.thread_id == thread_id
+
+
+async def test_a_malformed_codex_config_fails_at_start_not_at_the_first_turn(codex_home: dict[str, str]) -> None:
+    config = Path(codex_home["CODEX_HOME"]) / "config.toml"
+    config.write_text(config.read_text() + "\nbroken = [\n")
+    with pytest.raises(CodexError, match=r"config\.toml is not a readable TOML file"):
+        await CodexEngine.start(env=codex_home)
