@@ -11,8 +11,9 @@ import click
 
 from bot.doctor import doctor_command
 from memory.cli import memory_group
+from memory.clitypes import HOME_KEY, SETTINGS_ERROR_KEY
 from memory.errors import SettingsError
-from memory.settings import MemorySettings
+from memory.settings import MemorySettings, home_from_env
 from relay.cli import SETTINGS_KEY, relay_group
 from relay.settings import RelaySettings, read_config_toml
 
@@ -36,6 +37,11 @@ def main(ctx: click.Context, verbose: int) -> None:
     except SettingsError as exc:
         if ctx.invoked_subcommand in ("bot", "doctor"):
             return  # they read their settings themselves and report a bad one in their own way
+        if ctx.invoked_subcommand == "memory":
+            # Each memory command reports it when it needs its settings; Claude Code's hooks fail open instead.
+            ctx.meta[SETTINGS_ERROR_KEY] = exc
+            ctx.meta[HOME_KEY] = home_from_env(os.environ)  # where a failing hook still logs why
+            return
         raise click.ClickException(f"configuration: {exc}") from exc
     ctx.obj = memory
 

@@ -10,7 +10,7 @@ from typing import Literal
 
 import click
 
-from memory.clitypes import run_command, settings_of
+from memory.clitypes import HOME_KEY, SETTINGS_ERROR_KEY, run_command, settings_of
 from memory.errors import MemoryStoreError
 
 __all__ = ["hook_cmd", "hooks_group", "mcp_cmd", "self_command"]
@@ -71,8 +71,12 @@ def hooks_uninstall(ctx: click.Context, scope: str, project_dir: Path) -> None:
 @click.pass_context
 def hook_cmd(ctx: click.Context, event: str) -> None:
     """Entry point Claude Code calls; reads the hook JSON on stdin. Fails open: never blocks Claude."""
-    from memory.hooks import run_session_end, run_session_start
+    from memory.hooks import log_hook_failure, run_session_end, run_session_start
 
+    error = ctx.meta.get(SETTINGS_ERROR_KEY)
+    if error is not None:  # fail open: Claude Code must not show an error or lose its exit for our config
+        log_hook_failure(ctx.meta[HOME_KEY], f"{event}: configuration: {error}")
+        return
     settings = settings_of(ctx)
     try:
         payload = json.loads(sys.stdin.read() or "{}")

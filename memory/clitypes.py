@@ -15,7 +15,17 @@ from memory.settings import MemorySettings
 
 R = TypeVar("R")
 
-__all__ = ["DAYS", "ISO_INSTANT", "check_days", "folder_argument", "parse_instant", "run_command", "settings_of"]
+__all__ = [
+    "DAYS",
+    "HOME_KEY",
+    "ISO_INSTANT",
+    "SETTINGS_ERROR_KEY",
+    "check_days",
+    "folder_argument",
+    "parse_instant",
+    "run_command",
+    "settings_of",
+]
 
 
 def parse_instant(value: str) -> datetime:
@@ -66,8 +76,16 @@ def folder_argument(value: str) -> Path:
     return Path(value)
 
 
+# Where the edge (bot.cli) leaves a bad memory setting for the command to report, in ctx.meta.
+SETTINGS_ERROR_KEY = "macupos.memory_settings_error"
+HOME_KEY = "macupos.home"  # beside it: $MACUPOS_HOME, known even when another setting is bad
+
+
 def settings_of(ctx: click.Context) -> MemorySettings:
-    """The memory settings the edge (bot.cli) put on the context."""
+    """The memory settings the edge (bot.cli) put on the context; a bad one is a one-line error."""
+    error = ctx.meta.get(SETTINGS_ERROR_KEY)
+    if error is not None:
+        raise click.ClickException(f"configuration: {error}")
     obj = ctx.find_object(MemorySettings)
     if obj is None:  # the edge always sets it; this keeps the commands usable on their own in tests
         raise click.UsageError("memory settings were not provided")

@@ -34,6 +34,7 @@ __all__ = [
     "hook_command",
     "install",
     "is_our_command",
+    "log_hook_failure",
     "project_for",
     "run_session_end",
     "run_session_start",
@@ -48,6 +49,7 @@ EVENTS: dict[str, str] = {"SessionStart": "session-start", "SessionEnd": "sessio
 _MATCHERS: dict[str, str] = {"SessionStart": "startup|clear", "SessionEnd": ""}
 # Seconds Claude Code waits for the command: the grounding budget plus interpreter start-up.
 _TIMEOUTS: dict[str, int] = {"SessionStart": 15, "SessionEnd": 10}
+_STARTUP_S = 3.0  # what the interpreter and imports may take before the budget starts counting
 _LOG_NAME = "hooks.log"
 
 
@@ -196,6 +198,8 @@ def _backup(path: Path) -> Path:
 
 
 def _write_atomic(path: Path, text: str) -> None:
+    # A settings.json that is a link (a dotfiles repo) is written where it points: the link stays a link.
+    path = path.resolve() if path.is_symlink() else path
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -242,10 +246,19 @@ def uninstall(settings_path: Path, command: Sequence[str]) -> InstallResult:
 # ---------------------------------------------------------------------------------------------- running
 
 
+def log_hook_failure(home: Path, message: str) -> None:
+    """A hook that cannot even read its settings: one line in ``<home>/logs/hooks.log``."""
+    _append_log(home, message)
+
+
 def _log(settings: MemorySettings, message: str) -> None:
     """Append one line to ``<home>/logs/hooks.log``; a hook never writes diagnostics where Claude reads."""
+    _append_log(settings.home, message)
+
+
+def _append_log(home: Path, message: str) -> None:
     try:
-        logs = settings.home / "logs"
+        logs = home / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
         with (logs / _LOG_NAME).open("a", encoding="utf-8") as fh:
@@ -287,15 +300,20 @@ async def run_session_start(settings: MemorySettings, payload: Mapping[str, Any]
     started = time.monotonic()
     cwd = _payload_str(payload, "cwd")
     project = project_for(Path(cwd)) if cwd else ""
-    if not settings.db_path.exists():
+    try:
+        if settings.db_path.stat().st_size == 0:
+            return ""  # an empty file is no database either: a start-up hook never creates a schema
+    except OSError:
         return ""  # nothing remembered yet; do not create a database from a start-up hook
+    # Within what Claude Code waits for (the installed timeout, less interpreter start-up), whatever the setting.
+    budget_s = min(settings.hook_budget_s, _TIMEOUTS["SessionStart"] - _STARTUP_S)
     # A reader never needs a long busy wait under WAL; cap it so the budget holds.
-    budget_ms = max(1, int(settings.hook_budget_s * 1000))
+    budget_ms = max(1, int(budget_s * 1000))
     quick = replace(settings, busy_timeout_ms=min(settings.busy_timeout_ms, budget_ms))
     try:
-        text = await asyncio.wait_for(_grounding(quick, project), timeout=settings.hook_budget_s)
+        text = await asyncio.wait_for(_grounding(quick, project), timeout=budget_s)
     except TimeoutError:
-        _log(settings, f"session-start: gave up after {settings.hook_budget_s:.1f}s (project {project!r})")
+        _log(settings, f"session-start: gave up after {budget_s:.1f}s (project {project!r})")
         return ""
     except (MemoryStoreError, sqlite3.Error, OSError, ValueError) as exc:
         _log(settings, f"session-start: {type(exc).__name__}: {exc}")

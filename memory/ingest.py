@@ -160,6 +160,9 @@ async def ingest(
             await _ingest_file(db, settings, src, redactor, report, force=force, on_bytes=on_bytes)
         except SourceUnreadableError as exc:
             report.unreadable.append((str(exc.path), exc.reason))
+        except UnicodeError as exc:  # text UTF-8 cannot hold (a file name of undecodable bytes): this file only
+            logger.warning("skipped %r: %s", str(src.path), exc)
+            report.unreadable.append((repr(str(src.path))[1:-1], "text that is not valid Unicode"))
         done += sizes[src.path]
         if progress:
             progress(done, total, str(src.path))

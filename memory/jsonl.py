@@ -7,18 +7,43 @@ exception, and no line can make memory grow without bound.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from memory.models import LineProblem
 
-__all__ = ["MAX_LINE_BYTES", "PROSE_FACTOR", "JsonLine", "ReadStats", "TextClipper", "identity", "iter_json_lines"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "PROSE_FACTOR",
+    "JsonLine",
+    "ReadStats",
+    "TextClipper",
+    "identity",
+    "iter_json_lines",
+    "without_lone_surrogates",
+]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a longer line is skipped whole, so one runaway line cannot exhaust memory
 PROGRESS_STEP = 4 * 1024 * 1024  # how often a long read tells its progress
 _REDACT_MARGIN = 256  # redact a little past the cut so a secret straddling it is still recognised
 _DECODER = json.JSONDecoder()
+# JSON may escape half of a surrogate pair ("\ud83d" alone: a broken emoji, as JavaScript writes it). Decoded,
+# it is a string UTF-8 cannot encode; such lines are rare, so only lines with the escape are walked.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys included) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_lone_surrogates(v) for v in value]
+    return value
 
 
 def identity(text: str) -> str:
@@ -102,6 +127,8 @@ def _decode_line(text: str, line_no: int, ends_nl: bool, reader: ReadStats) -> I
     if len(values) > 1:
         # Two appends without a newline between them: keep both objects.
         reader.problem(line_no, "several json values on one line")
+    if _SURROGATE_ESCAPE.search(text):
+        values = [without_lone_surrogates(v) for v in values]
     for value in values:
         if isinstance(value, dict):
             yield JsonLine(line_no, value)

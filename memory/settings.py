@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from memory.errors import SettingsError
 from memory.render import zone
 
-__all__ = ["MemorySettings"]
+__all__ = ["MemorySettings", "home_from_env"]
 
 _N = TypeVar("_N", int, float)
 
@@ -67,7 +67,7 @@ class MemorySettings:
         unknown timezone, a malformed TOML file) raises :class:`SettingsError` naming the setting.
         """
         user_home = Path(env.get("HOME") or Path.home())
-        home = Path(env.get("MACUPOS_HOME") or user_home / ".macupos").expanduser()
+        home = home_from_env(env)
         toml_file = toml_path or (Path(env["MACUPOS_CONFIG"]) if env.get("MACUPOS_CONFIG") else home / "config.toml")
         table: dict[str, Any] = {}
         if toml_file.is_file():
@@ -131,3 +131,9 @@ class MemorySettings:
             facts_pull_every_s=number(float, "MACUPOS_FACTS_PULL_EVERY_S", "facts_pull_every_s", 1800.0),
             claude_env={k: v for k, v in env.items() if k.startswith(("ANTHROPIC_", "CLAUDE_"))},
         )
+
+
+def home_from_env(env: Mapping[str, str]) -> Path:
+    """``$MACUPOS_HOME``, else ``~/.macupos``: known even when another setting is bad."""
+    user_home = Path(env.get("HOME") or Path.home())
+    return Path(env.get("MACUPOS_HOME") or user_home / ".macupos").expanduser()

@@ -25,7 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from memory.claude_lines import agent_of, blocks_of, is_meta, str_field, system_text, text_block
-from memory.jsonl import PROSE_FACTOR, JsonLine, ReadStats, TextClipper, identity, iter_json_lines
+from memory.jsonl import (
+    PROSE_FACTOR,
+    JsonLine,
+    ReadStats,
+    TextClipper,
+    identity,
+    iter_json_lines,
+    without_lone_surrogates,
+)
 from memory.models import Block, BlockKind, Entry, SessionKind, Transcript
 
 __all__ = ["PROSE_FACTOR", "parse_claude_file"]
@@ -249,7 +257,7 @@ def _read_records(path: Path, reader: ReadStats) -> Iterator[JsonLine]:
         reader.bytes_read = len(raw)
         reader.lines_read = raw.count(b"\n") + (0 if raw.endswith(b"\n") or not raw else 1)
         try:
-            doc = json.loads(raw.decode("utf-8"))
+            doc = without_lone_surrogates(json.loads(raw.decode("utf-8")))
         except UnicodeDecodeError:
             reader.problem(1, "invalid utf-8")
             return

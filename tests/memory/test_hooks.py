@@ -292,6 +292,45 @@ async def test_session_start_without_a_database_prints_nothing(tmp_path: Path) -
     assert not settings.db_path.exists()
 
 
+async def test_session_start_on_an_empty_database_file_prints_nothing_and_creates_no_schema(tmp_path: Path) -> None:
+    settings = _settings(tmp_path / "home")
+    settings.home.mkdir(parents=True)
+    settings.db_path.write_bytes(b"")
+    assert await run_session_start(settings, {"cwd": str(tmp_path)}) == ""
+    assert settings.db_path.stat().st_size == 0
+
+
+@pytest.mark.parametrize("event", ["session-start", "session-end"])
+def test_a_hook_with_a_bad_setting_fails_open_and_logs_it(tmp_path: Path, event: str) -> None:
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "CLAUDE_", "ANTHROPIC_"))}
+    env |= {"MACUPOS_HOME": str(home), "MACUPOS_TIMEZONE": "Mars/Olympus", "CLAUDE_CONFIG_DIR": str(tmp_path / "c")}
+    proc = subprocess.run(
+        [*COMMAND, "memory", "hook", event],
+        input=json.dumps({"cwd": str(tmp_path), "transcript_path": str(tmp_path / "t.jsonl")}),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")  # Claude Code sees nothing wrong
+    assert "not an IANA timezone" in (home / "logs" / "hooks.log").read_text()
+
+
+def test_install_writes_through_a_symlinked_settings_file(tmp_path: Path) -> None:
+    target = tmp_path / "dotfiles" / "settings.json"
+    target.parent.mkdir()
+    target.write_text('{"model": "opus"}')
+    link = tmp_path / "claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(target)
+    install(link, COMMAND)
+    assert link.is_symlink() and json.loads(target.read_text())["model"] == "opus"
+    assert "SessionStart" in json.loads(target.read_text())["hooks"]
+
+
 async def test_session_start_fails_open_quickly_on_a_broken_database(tmp_path: Path) -> None:
     settings = _settings(tmp_path / "home", hook_budget_s=2.0)
     settings.home.mkdir(parents=True)

@@ -382,3 +382,23 @@ async def test_an_import_that_changes_a_handoffs_date_moves_its_file(settings: M
         assert files == ["2026/03/02/s3.md"]
         await eywa.forget("s3")
     assert not list(settings.handoffs_dir.rglob("*.md"))
+
+
+async def test_a_lone_surrogate_in_a_transcript_is_replaced_and_loses_nothing_else(
+    settings: MemorySettings, tmp_path: Path
+) -> None:
+    # "\ud83d" alone is valid JSON (a broken emoji, as JavaScript writes it) but not encodable as UTF-8.
+    def line(sid: str, text: str) -> str:
+        message = {"role": "user", "content": [{"type": "text", "text": text}]}
+        return json.dumps({"type": "user", "uuid": "u1", "sessionId": sid, "timestamp": "2026-11-29T21:00:00Z",
+                           "message": message}) + "\n"  # fmt: skip
+
+    (tmp_path / "a.jsonl").write_text(line("broken-emoji", "fix surrogate \ud83d broken"))
+    (tmp_path / "b.jsonl").write_text(line("fine", "a perfectly ordinary session about walruses"))
+    async with await Eywa.open(settings) as eywa:
+        report = await eywa.ingest([tmp_path / "a.jsonl", tmp_path / "b.jsonl"], use_llm=False)
+        broken = await eywa.show("broken-emoji")
+        fine = await eywa.show("fine")
+    assert report.sessions_new == 2 and not report.unreadable
+    assert broken.session is not None and "fix surrogate \ufffd broken" in broken.session.markdown
+    assert fine.session is not None
