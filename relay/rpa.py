@@ -15,7 +15,6 @@ subagent sessions.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -44,6 +43,7 @@ from relay.rpa_text import (
     revise_prompt,
 )
 from relay.session import ClaudeSession, EventSink
+from relay.session_memory import rollout_session_id
 from relay.settings import RelaySettings
 from relay.stages import StageConfig, stage_configs
 
@@ -298,7 +298,7 @@ class _Run:
         if parent is None:
             return
         for path in existing:
-            rollout_id = await asyncio.to_thread(_rollout_session_id, path)
+            rollout_id = await asyncio.to_thread(rollout_session_id, path)
             try:
                 await self.eywa.link(rollout_id, parent_id=parent.session_id)
             except MemoryStoreError as exc:
@@ -314,20 +314,6 @@ class _Run:
             self.run_id, self.approved, self.rounds, list(self.outcomes), text, cost, tokens, duration,
             self.run_dir, error,
         )  # fmt: skip
-
-
-def _rollout_session_id(path: Path) -> str:
-    """Memory's id for a rollout: ``codex-<session_meta.payload.id>`` (the file name's uuid as a fallback)."""
-    try:
-        with path.open(encoding="utf-8") as fh:
-            first = json.loads(fh.readline() or "{}")
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-        first = {}
-    payload = first.get("payload") if isinstance(first, dict) else None
-    raw = payload.get("id") if isinstance(payload, dict) else None
-    if not raw:
-        raw = "-".join(path.stem.split("-")[-5:])
-    return f"codex-{raw}"
 
 
 async def run_rpa(

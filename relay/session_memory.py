@@ -3,6 +3,7 @@ it caused, ingested when it ends, and the handoff that comes of them."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable
 from pathlib import Path
@@ -11,7 +12,7 @@ from memory.api import Eywa
 from memory.errors import MemoryStoreError
 from relay.events import HandoffReady
 
-__all__ = ["ingest_session", "session_files"]
+__all__ = ["ingest_session", "rollout_session_id", "session_files"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,3 +43,17 @@ async def ingest_session(eywa: Eywa, paths: list[Path], session_id: str) -> Hand
     if view.handoff is None:
         return None
     return HandoffReady(session_id, view.handoff.headline, view.handoff.markdown)
+
+
+def rollout_session_id(path: Path) -> str:
+    """Memory's id for a rollout: ``codex-<session_meta.payload.id>`` (the file name's uuid as a fallback)."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            first = json.loads(fh.readline() or "{}")
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        first = {}
+    payload = first.get("payload") if isinstance(first, dict) else None
+    raw = payload.get("id") if isinstance(payload, dict) else None
+    if not raw:
+        raw = "-".join(path.stem.split("-")[-5:])
+    return f"codex-{raw}"
