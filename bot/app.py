@@ -99,7 +99,11 @@ class BotApp:
         s = self.settings
         s.home.mkdir(parents=True, exist_ok=True)
         state = await BotState.open(s.db_path, redactor=Redactor(s.memory.own_secrets))
-        eywa = await Eywa.open(s.memory)
+        try:
+            eywa = await Eywa.open(s.memory)
+        except BaseException:
+            await state.close()  # its worker thread would keep a failed start alive
+            raise
         facts: FactsApi | None
         try:
             facts = await FactsApi.from_settings(s.memory)
@@ -404,7 +408,11 @@ async def run_bot(settings: BotSettings, relay: RelaySettings, *, tuning: Tuning
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):  # not on every platform
             loop.add_signal_handler(sig, stop.set)
-    await app.start()
+    try:
+        await app.start()
+    except BaseException:
+        await app.stop()  # close what did open: a failed start must exit, not linger on a worker thread
+        raise
     try:
         poller = app._poller
         waiter = asyncio.create_task(stop.wait())

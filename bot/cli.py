@@ -12,12 +12,32 @@ import click
 from bot.doctor import doctor_command
 from memory.cli import memory_group
 from memory.clitypes import HOME_KEY, SETTINGS_ERROR_KEY
-from memory.errors import SettingsError
+from memory.errors import MemoryStoreError, SettingsError
 from memory.settings import MemorySettings, home_from_env
 from relay.cli import SETTINGS_KEY, relay_group
 from relay.settings import RelaySettings, read_config_toml
 
 __all__ = ["main"]
+
+
+class TokenMask(logging.Filter):
+    """Replaces the bot token in every log record (message and arguments) with ``<token>``."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__()
+        self.token = token
+
+    def clean(self, text: str) -> str:
+        return text.replace(self.token, "<token>") if self.token else text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.token:
+            record.msg = self.clean(record.getMessage())
+            record.args = None
+            if record.exc_info and record.exc_info[1] is not None:
+                record.exc_text = self.clean(logging.Formatter().formatException(record.exc_info))
+                record.exc_info = None
+        return True
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -61,6 +81,8 @@ main.add_command(doctor_command, name="doctor")
 @main.command("bot")
 def bot_command() -> None:
     """Run the Telegram bot (long polling; a webhook when MACUPOS_WEBHOOK_URL is set) until stopped."""
+    from telegram.error import TelegramError
+
     from bot.app import run_bot  # imported here: `macupos memory …` must not pay for telegram and the SDKs
     from bot.settings import BOT_ONLY_SECRETS, BotSettings, ConfigError, find_dotenv
 
@@ -77,7 +99,15 @@ def bot_command() -> None:
     # secrets from this process so no Claude or Codex child (nor anything they run) can read them.
     for name in BOT_ONLY_SECRETS:
         os.environ.pop(name, None)
-    asyncio.run(run_bot(settings, relay))
+    # The token is in every Bot API URL: no log line or error may carry it (httpx logs each request at INFO).
+    mask = TokenMask(settings.token)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(mask)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    try:
+        asyncio.run(run_bot(settings, relay))
+    except (TelegramError, OSError, MemoryStoreError) as exc:  # a start that cannot happen: one line, no token
+        raise click.ClickException(mask.clean(f"the bot could not start: {exc}")) from None
 
 
 if __name__ == "__main__":

@@ -49,6 +49,9 @@ class Check:
     warning: bool = False  # passed, but worth the owner's attention (printed with its fix)
 
 
+_TOKEN_FIX = "create a bot with @BotFather and set TELEGRAM_BOT_TOKEN"
+
+
 def _fail(name: str, detail: str, fix: str) -> Check:
     return Check(name, False, detail, fix)
 
@@ -56,7 +59,7 @@ def _fail(name: str, detail: str, fix: str) -> Check:
 async def _telegram(settings: BotSettings, timeout_s: float) -> Check:
     name = "telegram token"
     if not settings.token:
-        return _fail(name, "TELEGRAM_BOT_TOKEN is not set", "create a bot with @BotFather and set TELEGRAM_BOT_TOKEN")
+        return _fail(name, "TELEGRAM_BOT_TOKEN is not set", _TOKEN_FIX)
     request = HTTPXRequest(connect_timeout=timeout_s, read_timeout=timeout_s, write_timeout=timeout_s)
     bot = Bot(
         settings.token,
@@ -322,6 +325,8 @@ async def run_doctor(
 
     if telegram:
         jobs.append(_telegram(settings, timeout_s))
+    elif not settings.token:  # quick mode calls no getMe, but a missing token still stops the bot
+        jobs.append(now(lambda: _fail("telegram token", "TELEGRAM_BOT_TOKEN is not set", _TOKEN_FIX)))
     jobs.append(now(lambda: _allowlist(settings)))
     jobs.append(now(lambda: _projects(settings)))
     if clis:

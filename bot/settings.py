@@ -243,7 +243,7 @@ def _user_ids(raw: str) -> frozenset[int]:
         item = part.strip()
         if not item:
             continue
-        if not item.isdigit() or int(item) == 0:
+        if not (item.isascii() and item.isdigit()) or int(item) == 0:  # "²" is a digit int() refuses
             raise ConfigError(
                 "MACUPOS_ALLOWED_USERS",
                 f"{item!r} is not a numeric Telegram user id (use ids such as 123456789, not @usernames)",

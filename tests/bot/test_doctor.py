@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -237,3 +239,52 @@ def test_doctor_command_reports_a_malformed_setting(tmp_path: Path, monkeypatch:
     result = CliRunner().invoke(doctor_command, ["--quick"], env=env)
     assert result.exit_code == 1
     assert "✗ configuration: MACUPOS_ALLOWED_USERS" in result.output
+
+
+def test_quick_doctor_still_fails_without_a_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = make_env(tmp_path, TELEGRAM_BOT_TOKEN="")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(doctor_command, ["--quick"], env=env)
+    assert result.exit_code == 1 and "✗ telegram token: TELEGRAM_BOT_TOKEN is not set" in result.output
+
+
+def test_a_unicode_digit_in_the_allowlist_is_a_named_setting_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = make_env(tmp_path, MACUPOS_ALLOWED_USERS="42,²")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(doctor_command, ["--quick"], env=env)
+    assert result.exit_code == 1 and "✗ configuration: MACUPOS_ALLOWED_USERS" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+async def test_the_bot_with_a_rejected_token_exits_with_one_line_that_hides_the_token(
+    tmp_path: Path, telegram_double: TelegramDouble
+) -> None:
+    token = "999:WRONG-SECRET-TOKEN"
+    env = make_env(tmp_path, TELEGRAM_BOT_TOKEN=token, MACUPOS_TELEGRAM_API_URL=telegram_double.api_url)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "-v", "bot", env=env, cwd=tmp_path,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    async with asyncio.timeout(60):  # it exits: nothing lingers after a failed start
+        out, err = await proc.communicate()
+    text = (out + err).decode()
+    assert proc.returncode == 1 and "Error: the bot could not start" in text
+    assert token not in text and "WRONG-SECRET" not in text and "Traceback" not in text
+
+
+async def test_the_bot_exits_with_one_line_when_memory_cannot_open(
+    tmp_path: Path, telegram_double: TelegramDouble
+) -> None:
+    env = make_env(tmp_path, TELEGRAM_BOT_TOKEN=telegram_double.token, MACUPOS_TELEGRAM_API_URL=telegram_double.api_url)
+    (tmp_path / "data" / "memory.db").write_bytes(bytes(range(256)) * 32)  # not SQLite
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "bot", env=env, cwd=tmp_path,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    async with asyncio.timeout(60):  # no worker thread keeps a failed start alive
+        out, err = await proc.communicate()
+    text = (out + err).decode()
+    assert proc.returncode == 1 and "Error: the bot could not start" in text and "memory.db" in text
+    assert "Traceback" not in text
