@@ -33,7 +33,7 @@ def voice_note(tmp_path_factory: pytest.TempPathFactory) -> VoiceNote:
     Notes are cached per text for the whole session, so each is synthesised once.
     """
     if not (shutil.which("espeak-ng") and shutil.which("ffmpeg")):
-        pytest.fail("espeak-ng and ffmpeg are needed to generate voice notes: run scripts/setup (it installs them)")
+        pytest.fail("espeak-ng and ffmpeg are needed to generate voice notes: run scripts/setup --test")
     folder = tmp_path_factory.mktemp("voice")
 
     def make(text: str) -> Path:
