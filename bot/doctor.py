@@ -72,7 +72,11 @@ async def _telegram(settings: BotSettings, timeout_s: float) -> Check:
         async with asyncio.timeout(timeout_s), bot:  # initialize() is the getMe call
             me = bot.bot
     except InvalidToken:
-        return _fail(name, "Telegram rejected the token (getMe: 401)", "copy the token again from @BotFather (/token)")
+        return _fail(
+            name,
+            f"getMe at {settings.api_url} answered 401 or 404: a rejected token, or no Bot API at that URL",
+            "copy the token again from @BotFather (/token); check MACUPOS_TELEGRAM_API_URL if you set it",
+        )
     except TimeoutError:
         return _fail(name, f"no answer from {settings.api_url} within {timeout_s:g}s", _api_fix(settings))
     except TelegramError as exc:
@@ -365,7 +369,14 @@ def _settings_from(env: Mapping[str, str]) -> BotSettings:
 @click.option(
     "--quick", is_flag=True, help="No getMe, no CLI runs, no Whisper load, a quick database check (health probes)."
 )
-@click.option("--timeout", "timeout_s", type=float, default=10.0, show_default=True, help="Seconds for getMe.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=0, min_open=True, max=600),
+    default=10.0,
+    show_default=True,
+    help="Seconds for getMe.",
+)
 def doctor_command(quick: bool, timeout_s: float) -> None:
     """Check the token, allowlist, Claude and Codex CLIs and logins, Whisper, databases and data folder."""
     try:

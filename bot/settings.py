@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Literal, cast
+from urllib.parse import urlsplit
 
 from bot.errors import BotError
 from memory.errors import SettingsError
@@ -293,6 +294,10 @@ def _webhook(raw: str) -> str | None:
         return None
     if not url.startswith("https://") and not url.startswith("http://127.0.0.1"):
         raise ConfigError("MACUPOS_WEBHOOK_URL", f"{url!r} must be an https:// URL (Telegram delivers only over TLS)")
+    parts = urlsplit(url)
+    if not parts.hostname or parts.path in ("", "/"):
+        # The path is where the bot listens behind the proxy: without one it would guess it from the host.
+        raise ConfigError("MACUPOS_WEBHOOK_URL", f"{url!r} needs a host and a path, e.g. https://bot.example.org/tg")
     return url
 
 

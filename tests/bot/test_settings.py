@@ -150,6 +150,9 @@ def test_voice_and_approval_settings(tmp_path: Path) -> None:
         ("MACUPOS_APPROVAL_TIMEOUT_S", "-1"),
         ("MACUPOS_APPROVAL_TIMEOUT_S", "nan"),
         ("MACUPOS_WEBHOOK_URL", "http://bot.example.org/hook"),
+        ("MACUPOS_WEBHOOK_URL", "https://bot.example.org"),
+        ("MACUPOS_WEBHOOK_URL", "https://"),
+        ("MACUPOS_ALLOWED_USERS", "42,²"),
     ],
 )
 def test_bad_values_name_their_variable(tmp_path: Path, variable: str, value: str) -> None:
