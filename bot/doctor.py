@@ -28,6 +28,7 @@ from telegram.request import HTTPXRequest
 from bot.migrations import MIGRATIONS as BOT_MIGRATIONS
 from bot.settings import BotSettings, ConfigError, find_dotenv
 from memory.migrations import MIGRATIONS as MEMORY_MIGRATIONS
+from relay.settings import RelaySettings, read_config_toml
 
 __all__ = ["Check", "doctor_command", "format_checks", "run_doctor"]
 
@@ -84,6 +85,17 @@ async def _telegram(settings: BotSettings, timeout_s: float) -> Check:
         message = exc.message.replace(settings.token, "<token>")
         return _fail(name, f"getMe at {settings.api_url} failed: {message}", _api_fix(settings))
     return Check(name, True, f"@{me.username} (id {me.id}) via {settings.api_url}")
+
+
+def _relay_settings(env: Mapping[str, str], settings: BotSettings) -> Check:
+    """The relay's settings as `macupos bot` builds them: a bad one would stop the bot after doctor passed."""
+    config = Path(env.get("MACUPOS_CONFIG") or settings.home / "config.toml")
+    try:
+        RelaySettings.from_env(settings.agent_env, read_config_toml(config), memory=settings.memory)
+    except ValueError as exc:
+        fix = f"fix the MACUPOS_* relay variable or the [relay] table of {config} (docs/relay.md lists them)"
+        return _fail("relay settings", str(exc), fix)
+    return Check("relay settings", True, f"[relay] of {config} and the environment")
 
 
 def _api_fix(settings: BotSettings) -> str:
@@ -389,6 +401,7 @@ def doctor_command(quick: bool, timeout_s: float) -> None:
             settings, telegram=not quick, whisper=not quick, clis=not quick, thorough_db=not quick, timeout_s=timeout_s
         )
     )
+    checks.append(_relay_settings(os.environ, settings))
     click.echo(format_checks(checks))
     if any(not c.ok for c in checks):
         sys.exit(1)

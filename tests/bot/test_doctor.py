@@ -288,3 +288,12 @@ async def test_the_bot_exits_with_one_line_when_memory_cannot_open(
     text = (out + err).decode()
     assert proc.returncode == 1 and "Error: the bot could not start" in text and "memory.db" in text
     assert "Traceback" not in text
+
+
+def test_doctor_checks_the_relay_settings_the_bot_would_refuse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = make_env(tmp_path, MACUPOS_PERMISSION_MODE="bogus")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(doctor_command, ["--quick"], env=env)
+    assert result.exit_code == 1 and "✗ relay settings: " in result.output and "permission mode" in result.output
+    fine = CliRunner().invoke(doctor_command, ["--quick"], env=make_env(tmp_path))
+    assert "✓ relay settings" in fine.output
