@@ -12,8 +12,9 @@ from typing import Any, ParamSpec, TypeVar
 
 import click
 
-from memory.clitypes import DAYS, ISO_INSTANT, check_days, folder_argument, parse_instant, run_command, settings_of
+from memory.clitypes import DAYS, ISO_INSTANT, folder_argument, parse_instant, run_command, settings_of
 from memory.render import zone
+from memory.retrieval import check_days_back
 
 __all__ = ["memory_group"]
 
@@ -210,7 +211,7 @@ def _query_spec(spec: Any, default_max: int) -> dict[str, Any]:
     if days_back is not None:
         if isinstance(days_back, bool) or not isinstance(days_back, int | float):
             raise ValueError("days_back must be a number")
-        check_days(float(days_back))
+        check_days_back(float(days_back))
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         raise ValueError("max must be a positive integer")
     when = parse_instant(str(spec["as_of"])) if spec.get("as_of") else None

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from memory.errors import MemoryStoreError
+from memory.retrieval import check_days_back
 from memory.settings import MemorySettings
 
 R = TypeVar("R")
@@ -20,7 +21,6 @@ __all__ = [
     "HOME_KEY",
     "ISO_INSTANT",
     "SETTINGS_ERROR_KEY",
-    "check_days",
     "folder_argument",
     "parse_instant",
     "run_command",
@@ -49,19 +49,12 @@ class _IsoInstant(click.ParamType[datetime]):
 ISO_INSTANT = _IsoInstant()
 
 
-def check_days(value: float) -> float:
-    """A look-back in days: a positive number (``inf`` for all). ValueError otherwise (NaN included)."""
-    if not value > 0:  # NaN fails this too
-        raise ValueError(f"days back must be a positive number of days, not {value}")
-    return value
-
-
 class _Days(click.ParamType[float]):
     name = "DAYS"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         try:
-            return check_days(float(value))
+            return check_days_back(float(value))
         except ValueError:
             self.fail(f"not a positive number of days: {value}", param, ctx)
 

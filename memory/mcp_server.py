@@ -141,8 +141,6 @@ def build_server(settings: MemorySettings) -> MCPServer[_State]:
         """
         if max_handoffs < 1:
             raise ToolError("max_handoffs must be at least 1")
-        if days_back is not None and not days_back > 0:  # NaN fails this too
-            raise ToolError("days_back must be a positive number of days")
         eywa = _eywa(ctx)
         try:
             grounding = await eywa.get(query, project=project or None, days_back=days_back, max_handoffs=max_handoffs)

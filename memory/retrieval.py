@@ -46,6 +46,7 @@ __all__ = [
     "Explanation",
     "MatchedTerm",
     "ScoredHandoff",
+    "check_days_back",
     "duration_boost",
     "recency_factor",
     "retrieve",
@@ -135,6 +136,14 @@ class _Query:
     date_days: float
 
 
+def check_days_back(value: float) -> float:
+    """A look-back in days: a positive number (``inf`` for all). ValueError otherwise, NaN included: a
+    look-back of zero or less would silently answer nothing."""
+    if not value > 0:  # NaN fails this too
+        raise ValueError(f"days_back must be a positive number of days, not {value!r}")
+    return value
+
+
 def _epoch(as_of: datetime | None) -> float:
     if as_of is None:
         return time.time()
@@ -168,6 +177,8 @@ async def retrieve(
     """
     if max_k <= 0:
         return []
+    if days_back is not None:
+        check_days_back(days_back)
     now = _epoch(as_of)
     terms = list(dict.fromkeys([*query_terms(query), *(project_terms(project) if project else [])]))
     words = [t for t in dict.fromkeys(tokenize(query)) if "-" not in t][:_MAX_CONTENT_WORDS]

@@ -174,6 +174,12 @@ async def test_days_back_drops_older_handoffs(db: Database) -> None:
     assert ids(await retrieve(db, "sqlite wal", as_of=NOW, days_back=7)) == ["recent"]
 
 
+@pytest.mark.parametrize("days", [0.0, -5.0, math.nan])
+async def test_a_look_back_that_is_not_a_positive_number_is_refused(db: Database, days: float) -> None:
+    with pytest.raises(ValueError, match="days_back must be a positive number of days"):
+        await retrieve(db, "anything", days_back=days)
+
+
 async def test_max_k_is_served_whatever_its_size(db: Database) -> None:
     for i in range(8):
         await add(db, f"h{i}", age_days=1 + i, keywords=["sqlite"])
