@@ -390,7 +390,7 @@ def _settings_from(env: Mapping[str, str]) -> BotSettings:
     help="Seconds for getMe.",
 )
 def doctor_command(quick: bool, timeout_s: float) -> None:
-    """Check the token, allowlist, Claude and Codex CLIs and logins, Whisper, databases and data folder."""
+    """Check the token, allowlist, Claude and Codex CLIs and logins, Whisper, databases, data folder, relay settings."""
     try:
         settings = _settings_from(os.environ)
     except ConfigError as exc:
