@@ -1,8 +1,15 @@
 """Retrieval quality on LoCoMo: session recall@1/5/10, ours vs SQLite FTS5 bm25() over raw session text.
 
-    .venv/bin/python -m bench.locomo [--data PATH] [--content-weight W] [--session-share S] [--top-chunks M]
-                                     [--date-weight D] [--date-days T] [--content-df-cap N]
-    .venv/bin/python -m bench.locomo --loo     # leave-one-conversation-out over a grid of W, S, M, D
+    .venv/bin/python -m bench.locomo --data PATH [--conversations IDS|all] [--content-weight W]
+                                     [--session-share S] [--top-chunks M] [--date-weight D]
+                                     [--date-days T] [--content-df-cap N]
+    .venv/bin/python -m bench.locomo --data PATH --loo     # leave-one-conversation-out over W, S, M, D
+
+The data is not in this repository (LoCoMo is CC BY-NC 4.0): download `data/locomo10.json` from
+https://github.com/snap-research/LoCoMo and pass it as --data (or set LOCOMO_DATA). The development
+set, the default of --conversations, is its first four conversations: conv-26, conv-30, conv-41 and
+conv-42, the ones docs/benchmarks.md's figures and the parameter grid use; `--conversations all` adds
+the other six as a held-out check.
 
 Each LoCoMo session becomes a Claude Code transcript (speaker A as the user, speaker B as the
 assistant; one minute per turn from the session's `session_N_date_time`) and goes through the public
@@ -33,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+LOCOMO_URL = "https://raw.githubusercontent.com/snap-research/LoCoMo/main/data/locomo10.json"
+DEV_SET = ("conv-26", "conv-30", "conv-41", "conv-42")
 KS = (1, 5, 10)
 GRID = {
     "content_weight": (10.0, 20.0, 50.0, 1e6),
@@ -162,9 +170,40 @@ def mean(rows: list[list[float]]) -> list[float]:
     return [sum(r[i] for r in rows) / len(rows) for i in range(len(KS))]
 
 
+def load_samples(path: Path | None, conversations: str) -> list[dict[str, Any]]:
+    """The chosen conversations of a LoCoMo file; a clear exit when the file or a conversation is missing."""
+    if path is None or not path.is_file():
+        where = f"{path} does not exist. " if path is not None else ""
+        raise SystemExit(
+            f"{where}This benchmark needs LoCoMo's data/locomo10.json, which is not part of this repository "
+            "(CC BY-NC 4.0). Download it from https://github.com/snap-research/LoCoMo, e.g.\n"
+            f"    curl -LO {LOCOMO_URL}\n"
+            "then pass --data locomo10.json (or set LOCOMO_DATA=/path/to/locomo10.json)."
+        )
+    samples: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
+    if conversations == "all":
+        return samples
+    wanted = [c.strip() for c in conversations.split(",") if c.strip()]
+    by_id = {s["sample_id"]: s for s in samples}
+    missing = [c for c in wanted if c not in by_id]
+    if missing:
+        raise SystemExit(f"{path} has no conversation {', '.join(missing)}; it has {', '.join(by_id)}")
+    return [by_id[c] for c in wanted]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument(
+        "--data",
+        type=Path,
+        default=os.environ.get("LOCOMO_DATA"),
+        help="LoCoMo's data/locomo10.json (or a file of some of its conversations); default $LOCOMO_DATA",
+    )
+    ap.add_argument(
+        "--conversations",
+        default=",".join(DEV_SET),
+        help="comma-separated sample ids, or 'all' (default: the development set, %(default)s)",
+    )
     ap.add_argument("--content-weight", type=float, default=None, help="override retrieve()'s default")
     ap.add_argument("--session-share", type=float, default=None, help="override retrieve()'s default")
     ap.add_argument("--top-chunks", type=int, default=None, help="override retrieve()'s default")
@@ -189,7 +228,7 @@ def main() -> None:
     # Overrides of what the grid does not vary (say --content-df-cap) hold for every grid point too.
     fixed = {k: v for k, v in overrides.items() if k not in GRID}
     settings = [overrides, *({**fixed, **g} for g in grid)] if args.loo else [overrides]
-    samples = json.loads(args.data.read_text())
+    samples = load_samples(args.data, args.conversations)
     all_ours: list[list[float]] = []
     all_base: list[list[float]] = []
     per_setting: dict[str, list[list[list[float]]]] = {}
@@ -216,6 +255,8 @@ def main() -> None:
     if args.loo:
         leave_one_out([s["sample_id"] for s in samples], grid, per_setting)
     flags = "".join(f" --{k.replace('_', '-')} {v}" for k, v in overrides.items()) + (" --loo" if args.loo else "")
+    if args.conversations != ",".join(DEV_SET):
+        flags += f" --conversations {args.conversations}"
     print(f"measured {datetime.now(UTC):%Y-%m-%d} with: python -m bench.locomo{flags}")
 
 

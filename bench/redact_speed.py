@@ -1,4 +1,4 @@
-"""Throughput of memory.redact.Redactor on typical transcript text (the shared fixtures, line by line).
+"""Throughput of memory.redact.Redactor on typical transcript text (the test fixtures, line by line).
 
 Run: .venv/bin/python -m bench.redact_speed [--repeat N] [--root DIR]
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from memory.redact import Redactor
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "transcripts"
 
 
 def main() -> None:

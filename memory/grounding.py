@@ -20,7 +20,7 @@ __all__ = [
     "strip_frontmatter",
 ]
 
-# DESIGN.md: at most five handoffs ground a session (retrieve() itself takes any k, for evaluation).
+# At most five handoffs ground a session (docs/retrieval.md, "Score"); retrieve() itself takes any k, for evaluation.
 MAX_GROUNDING = 5
 DEFAULT_HEADER = (
     "## Eywa: {count} past session{s}\n"

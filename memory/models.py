@@ -93,7 +93,7 @@ class Transcript:
 
 @dataclass(slots=True)
 class Handoff:
-    """The structured summary of one session (DESIGN.md "Handoff")."""
+    """The structured summary of one session; memory.handoff_format writes it as markdown with YAML frontmatter."""
 
     session_id: str
     date: str  # ISO-8601 with offset, the session's start

@@ -1,4 +1,4 @@
-"""Handoff retrieval: DESIGN.md's scoring, exact, with top-k pruning over newest-first posting lists.
+"""Handoff retrieval: exact scoring (docs/retrieval.md, "Score") with top-k pruning over newest-first posting lists.
 
 score = (Σ matched term weights) × recency(age) × duration boost + content term, where a term weighs
 3.0×IDF in the project index and 2.0×IDF in the keyword index, IDF = ln(N/df), and the content term

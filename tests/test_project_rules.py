@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +13,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
-# bot → relay → memory: a package may import only the ones to its right.
-FORBIDDEN = {"memory": {"relay", "bot"}, "relay": {"bot"}}
+# bot → relay → memory: a package may import only the ones to its right. The service (`macupos serve`) builds
+# on the memory alone.
+FORBIDDEN = {"memory": {"relay", "bot", "service"}, "relay": {"bot", "service"}, "service": {"relay", "bot"}}
 
 
 def _imports(path: Path) -> set[str]:
@@ -35,6 +37,48 @@ def test_imports_flow_bot_to_relay_to_memory(package: str) -> None:
         for name in _imports(path) & FORBIDDEN[package]
     ]
     assert offenders == []
+
+
+# The agent SDKs stay behind the relay: the bot speaks only the relay's own types (events, approvals, errors).
+AGENT_SDKS = {"claude_agent_sdk", "openai_codex"}
+
+
+def _loaded_modules(path: Path) -> set[str]:
+    """What a file imports anywhere (function-local imports too), plus the literal names it hands to
+    ``importlib.import_module`` or ``__import__``."""
+    found = _imports(path)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)):
+            continue
+        func = node.func
+        called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if called in {"import_module", "__import__"} and isinstance(node.args[0].value, str):
+            found.add(node.args[0].value.split(".")[0])
+    return found
+
+
+def test_the_bot_never_imports_the_agent_sdks() -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in sorted((ROOT / "bot").rglob("*.py"))
+        for name in sorted(_loaded_modules(path) & AGENT_SDKS)
+    ]
+    assert offenders == []
+
+
+def test_the_agent_sdk_rule_sees_every_way_of_importing(tmp_path: Path) -> None:
+    forms = {
+        "import claude_agent_sdk.types": {"claude_agent_sdk"},
+        "from openai_codex.models import Turn": {"openai_codex"},
+        "def f():\n    from claude_agent_sdk import query": {"claude_agent_sdk"},
+        "import importlib\nimportlib.import_module('openai_codex.types')": {"openai_codex"},
+        "__import__('claude_agent_sdk')": {"claude_agent_sdk"},
+        "from relay.approvals import ApprovalDecision": set(),
+    }
+    for source, expected in forms.items():
+        path = tmp_path / "probe.py"
+        path.write_text(source + "\n", encoding="utf-8")
+        assert _loaded_modules(path) & AGENT_SDKS == expected, source
 
 
 def _reads_environment(tree: ast.Module) -> bool:
@@ -61,7 +105,7 @@ def test_libraries_never_read_the_environment() -> None:
     # Config enters once at the edge (bot/cli.py, and the `__main__` blocks of stdio servers).
     offenders = [
         str(path.relative_to(ROOT))
-        for package in ("memory", "relay")
+        for package in ("memory", "relay", "service")
         for path in sorted((ROOT / package).rglob("*.py"))
         if _reads_environment(ast.parse(path.read_text(encoding="utf-8")))
     ]
@@ -82,3 +126,45 @@ def test_ruff_is_clean() -> None:
 def test_packages_type_check_strictly() -> None:
     result = _run(str(BIN / "mypy"))
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+# A user's clone has nothing beside it: no workspace data folder, no design notes kept outside the repository.
+OUTSIDE_REFERENCES = {
+    "../shared": re.compile(r"\.\./shared\b"),
+    "/work/shared": re.compile(r"/work/shared\b"),
+    "shared/data (as a path or joined parts)": re.compile(r"""shared["']?\s*/\s*["']?data\b"""),
+    "DESIGN.md": re.compile(r"\bDESIGN\.md\b"),
+    "TESTING.md": re.compile(r"\bTESTING\.md\b"),
+    "seeds/": re.compile(r"\bseeds/"),
+}
+# Code, tests, benches, scripts and deployment files; fixture data and golden outputs are quoted material.
+SCANNED = ("bot", "relay", "memory", "service", "tests", "bench", "scripts", "deploy", ".ci")
+DATA_FOLDERS = ("tests/fixtures", "tests/memory/fixtures", "tests/memory/golden")
+
+
+def _scanned_files() -> list[Path]:
+    files = [ROOT / "pyproject.toml"]
+    for top in SCANNED:
+        files += [p for p in sorted((ROOT / top).rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    own = Path(__file__).resolve()
+    return [
+        p
+        for p in files
+        if p.resolve() != own and not any(p.relative_to(ROOT).as_posix().startswith(d + "/") for d in DATA_FOLDERS)
+    ]
+
+
+def test_nothing_refers_to_paths_outside_the_repository() -> None:
+    offenders: list[str] = []
+    for path in _scanned_files():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue  # binary files (models, images) hold no references
+        for lineno, line in enumerate(text.splitlines(), 1):
+            offenders += [
+                f"{path.relative_to(ROOT)}:{lineno}: {name}"
+                for name, pattern in OUTSIDE_REFERENCES.items()
+                if pattern.search(line)
+            ]
+    assert offenders == []

@@ -2,7 +2,7 @@
 (through ``claude-agent-sdk``) talks to.
 
 Tests script replies in a queue; every request body is logged so a test can assert on what was sent.
-Wire format as in ../shared/TESTING.md: ``POST /v1/messages`` (query string ignored), SSE when
+Wire format (the part of the Messages API the CLI uses): ``POST /v1/messages`` (query string ignored), SSE when
 ``stream`` is true, a plain JSON message otherwise.
 """
 

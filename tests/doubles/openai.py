@@ -2,7 +2,7 @@
 the ``openai-codex`` SDK through ``codex app-server``) talks to.
 
 Tests script replies in a queue; every request body is logged so a test can assert on the model, the
-reasoning effort, the instructions and the history the CLI sent. Wire format as in ../shared/TESTING.md:
+reasoning effort, the instructions and the history the CLI sent. Wire format (what the Codex CLI uses):
 ``POST /v1/responses`` with ``stream: true`` answered as SSE ``response.created`` →
 (``response.output_item.added`` → ``response.output_text.delta`` →) ``response.output_item.done`` →
 ``response.completed``.

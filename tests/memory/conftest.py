@@ -1,4 +1,4 @@
-"""Fixtures for memory tests: a private data home and copies of the shared transcript fixtures."""
+"""Fixtures for memory tests: a private data home and copies of the transcript fixtures."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ import pytest
 
 from memory.settings import MemorySettings
 
-# The shared data sits beside the repository (here and in CI): <repo>/../shared/data.
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
-TRANSCRIPTS = SHARED / "transcripts"
+# Public Claude Code sessions, kept in the repository (each folder's PROVENANCE.md says whose, under which licence).
+TRANSCRIPTS = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 
 
 @pytest.fixture
@@ -26,7 +25,7 @@ def settings(tmp_path: Path) -> MemorySettings:
 
 @pytest.fixture
 def transcripts(tmp_path: Path) -> Path:
-    """A writable copy of ../shared/data/transcripts."""
+    """A writable copy of tests/fixtures/transcripts."""
     dest = tmp_path / "transcripts"
     shutil.copytree(TRANSCRIPTS, dest)
     return dest

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +11,8 @@ from memory.handoff_format import from_markdown, to_markdown
 from memory.models import Block, BlockKind, Entry, SessionKind, Transcript
 from memory.transcript import parse_claude_file
 
-TRANSCRIPTS = Path(__file__).resolve().parents[3] / "shared" / "data" / "transcripts"
+from .conftest import TRANSCRIPTS
+
 CWD = "/home/nick/code/macupos"
 
 

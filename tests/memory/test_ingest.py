@@ -1,4 +1,4 @@
-"""The ingest pipeline end to end over the shared fixtures: real files, a real SQLite database."""
+"""The ingest pipeline end to end over the transcript fixtures: real files, a real SQLite database."""
 
 from __future__ import annotations
 

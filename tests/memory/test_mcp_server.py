@@ -16,10 +16,10 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from memory.api import Eywa
 from memory.settings import MemorySettings
 
+from .conftest import TRANSCRIPTS
+
 REPO = Path(__file__).resolve().parents[2]
-FIXTURES = Path("/work/shared/data/transcripts")
-if not FIXTURES.is_dir():
-    FIXTURES = REPO.parent / "shared" / "data" / "transcripts"
+FIXTURES = TRANSCRIPTS
 
 MAIN_ID = "test-session-id"  # simonw/sample_session.jsonl: a hello-world function, then a goodbye one
 SIDECHAIN_PARENT = "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358"  # daaain_new: a subagent researching data-border-color

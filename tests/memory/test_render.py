@@ -253,7 +253,7 @@ def test_render_is_byte_identical_under_other_tz_locale_and_hash_seed() -> None:
         assert proc.stdout == here
 
 
-# --- golden files over the shared fixtures --------------------------------------------------------------
+# --- golden files over the transcript fixtures ----------------------------------------------------------
 
 
 def _fixtures() -> list[Path]:

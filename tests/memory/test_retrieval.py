@@ -1,4 +1,4 @@
-"""Retrieval: DESIGN.md's formula by hand, the no-match fallback, pruning equal to brute force, and the texts."""
+"""Retrieval: docs/retrieval.md's formula by hand, the no-match fallback, pruning equal to brute force, the texts."""
 
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ import pytest
 
 from memory.sources import SourceFile, discover
 
+from .conftest import TRANSCRIPTS
+
 
 def touch(path: Path, text: str = "{}\n") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -88,8 +90,8 @@ def test_symlink_loops_are_not_followed_forever(tmp_path: Path) -> None:
     assert [f.path for f in result.files] == [root / "a" / "s.jsonl"]
 
 
-def test_shared_fixture_tree_has_every_kind() -> None:
-    data = Path(__file__).resolve().parents[3] / "shared" / "data" / "transcripts"
+def test_fixture_tree_has_every_kind() -> None:
+    data = TRANSCRIPTS
     result = discover([data], claude_projects_dir=data, codex_sessions_dir=data)
     by_kind = {f.path.name: f.kind for f in result.files}
     assert by_kind["sample_session.json"] == "loglines"

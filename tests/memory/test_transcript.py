@@ -1,4 +1,4 @@
-"""parse_claude_file over the shared fixtures and hand-written malformed files."""
+"""parse_claude_file over the transcript fixtures and hand-written malformed files."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ import pytest
 from memory.models import BlockKind, SessionKind, Transcript
 from memory.transcript import PROSE_FACTOR, parse_claude_file
 
-# Read-only use of the shared fixtures (the parser never writes); <repo>/../shared/data as in conftest.
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "transcripts"
+from .conftest import TRANSCRIPTS
+
+# Read-only use of the fixtures in place (the parser never writes).
+DATA = TRANSCRIPTS
 
 ALL_FIXTURES = sorted(
     p for p in DATA.rglob("*") if p.suffix in (".jsonl", ".json") and not p.name.endswith(".meta.json")
@@ -50,7 +52,7 @@ def problems(t: Transcript) -> list[tuple[int, str]]:
 
 
 @pytest.mark.parametrize("path", ALL_FIXTURES, ids=lambda p: str(p.relative_to(DATA)))
-def test_every_shared_fixture_parses_with_the_main_transcript_first(path: Path) -> None:
+def test_every_fixture_parses_with_the_main_transcript_first(path: Path) -> None:
     result = parse_claude_file(path)
     assert result
     assert result[0].source_path == str(path)
