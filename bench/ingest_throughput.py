@@ -19,7 +19,7 @@ from pathlib import Path
 from bench.synth_transcript import write_transcript
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURE = ROOT.parent / "shared" / "data" / "transcripts" / "episodic_memory" / "long-conversation.jsonl"
+FIXTURE = ROOT / "tests" / "fixtures" / "transcripts" / "episodic_memory" / "long-conversation.jsonl"
 
 
 def measure(path: Path, home: Path) -> tuple[float, float]:

@@ -27,6 +27,7 @@ from bot.intake import ALLOWED_UPDATES, Intake
 from bot.progress import Sender, escape
 from bot.records import StoredUpdate
 from bot.review import REVIEW_ACTION, Reviews
+from bot.rpa_runner import RpaRunner
 from bot.services import Services, Tuning
 from bot.sessions import SessionManager
 from bot.settings import BotSettings
@@ -131,8 +132,8 @@ class BotApp:
         self.services = services
         self.approvals = Approvals(services)
         self.reviews = Reviews(services)
-        self.sessions = SessionManager(services, self.approvals, self.reviews)
-        self.commands = Commands(services, self.sessions, self.approvals)
+        self.sessions = SessionManager(services, self.approvals, self.reviews, RpaRunner(services))
+        self.commands = Commands(services, self.sessions)
         self.voice = VoiceFlow(services, self.sessions)
         self.intake = Intake(services, self.route)
         if facts is not None:

@@ -7,22 +7,18 @@ once, before they expire; an unanswered request is denied after ``approval_timeo
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
-from claude_agent_sdk import PermissionResult, PermissionResultAllow, PermissionResultDeny, ToolPermissionContext
 from telegram.error import TelegramError
 
 from bot.progress import escape
 from bot.records import Callback
 from bot.services import Services
-from relay.claude_options import CanUseTool
+from relay.approvals import ApprovalDecision, ApprovalHandler, ApprovalRequest
 
-__all__ = ["APPROVE_ACTION", "Approvals", "SessionGrants"]
+__all__ = ["APPROVE_ACTION", "Approvals"]
 
 logger = logging.getLogger(__name__)
 
@@ -30,16 +26,8 @@ APPROVE_ACTION = "approve"
 _SHOWN_INPUT = 600
 
 
-@dataclass(slots=True)
-class SessionGrants:
-    """Tools the owner allowed for the rest of one session."""
-
-    tools: set[str] = field(default_factory=set)
-
-
-def _describe(tool_name: str, tool_input: dict[str, Any]) -> str:
-    shown = tool_input.get("command") or tool_input.get("file_path") or tool_input.get("url")
-    text = str(shown) if shown else json.dumps(tool_input, ensure_ascii=False)
+def _shown(request: ApprovalRequest) -> str:
+    text = request.summary
     return text if len(text) <= _SHOWN_INPUT else text[:_SHOWN_INPUT] + "…"
 
 
@@ -50,25 +38,24 @@ class Approvals:
         self.services = services
         self._waiting: dict[str, asyncio.Future[str]] = {}
 
-    def hook(self, chat_id: int, owner: Callable[[], int], grants: SessionGrants) -> CanUseTool:
-        """A ``can_use_tool`` for one chat's session; ``owner()`` is the user whose instruction is running."""
+    def handler(self, chat_id: int, owner: Callable[[], int]) -> ApprovalHandler:
+        """The relay's approval handler for one chat; ``owner()`` is the user whose instruction is running.
 
-        async def can_use_tool(
-            tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
-        ) -> PermissionResult:
-            if tool_name in grants.tools:
-                return PermissionResultAllow()
-            decision = await self.ask(chat_id, owner(), tool_name, tool_input)
-            if decision == "session":
-                grants.tools.add(tool_name)
-            if decision in ("allow", "session"):
-                return PermissionResultAllow()
-            why = "the owner denied it" if decision == "deny" else "no answer from the owner in time"
-            return PermissionResultDeny(message=f"{tool_name} was not approved ({why}). Continue without it.")
+        "Allow for this session" is kept by the relay's session, which then stops asking for that tool.
+        """
 
-        return can_use_tool
+        async def decide(request: ApprovalRequest) -> ApprovalDecision:
+            answer = await self.ask(chat_id, owner(), request)
+            if answer == "session":
+                return ApprovalDecision.allow_for_session()
+            if answer == "allow":
+                return ApprovalDecision.allow()
+            why = "the owner denied it" if answer == "deny" else "no answer from the owner in time"
+            return ApprovalDecision.deny(f"{request.tool_name} was not approved ({why}). Continue without it.")
 
-    async def ask(self, chat_id: int, user_id: int, tool_name: str, tool_input: dict[str, Any]) -> str:
+        return decide
+
+    async def ask(self, chat_id: int, user_id: int, request: ApprovalRequest) -> str:
         """Post the request and wait: "allow", "deny", "session" or "timeout"."""
         s = self.services
         timeout = s.settings.approval_timeout_s
@@ -81,8 +68,7 @@ class Approvals:
         }
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiting[group] = future
-        shown = escape(_describe(tool_name, tool_input))
-        text = f"🔐 Claude asks to use <b>{escape(tool_name)}</b>:\n<code>{shown}</code>"
+        text = f"🔐 Claude asks to use <b>{escape(request.tool_name)}</b>:\n<code>{escape(_shown(request))}</code>"
         message_id: int | None = None
         try:
             message = await s.sender.send(

@@ -11,11 +11,12 @@ import click
 
 from bot.doctor import doctor_command
 from memory.cli import memory_group
-from memory.clitypes import HOME_KEY, SETTINGS_ERROR_KEY
-from memory.errors import MemoryStoreError, SettingsError
-from memory.settings import MemorySettings, home_from_env
+from memory.clitypes import HOME_KEY, SETTINGS_ERROR_KEY, StorageFaultExit
+from memory.errors import MemoryStoreError, SettingsError, StorageError
+from memory.settings import MemorySettings, config_path, home_from_env
 from relay.cli import SETTINGS_KEY, relay_group
 from relay.settings import RelaySettings, read_config_toml
+from service.cli import serve_group
 
 __all__ = ["main"]
 
@@ -66,8 +67,8 @@ def main(ctx: click.Context, verbose: int) -> None:
     ctx.obj = memory
 
     def relay_settings() -> RelaySettings:
-        config = os.environ.get("MACUPOS_CONFIG") or str(memory.home / "config.toml")
-        return RelaySettings.from_env(os.environ, read_config_toml(Path(config)), memory=memory)
+        config = config_path(os.environ, memory.home)
+        return RelaySettings.from_env(os.environ, read_config_toml(config), memory=memory)
 
     # Built only when a relay command runs, so a bad [relay] table cannot break the memory commands.
     ctx.meta[SETTINGS_KEY] = relay_settings
@@ -76,6 +77,7 @@ def main(ctx: click.Context, verbose: int) -> None:
 main.add_command(memory_group, name="memory")
 main.add_command(relay_group, name="relay")
 main.add_command(doctor_command, name="doctor")
+main.add_command(serve_group, name="serve")
 
 
 @main.command("bot")
@@ -89,8 +91,8 @@ def bot_command() -> None:
     env = dict(os.environ)
     try:
         settings = BotSettings.from_env(env, dotenv=find_dotenv(env, Path.cwd()))
-        config = env.get("MACUPOS_CONFIG") or str(settings.home / "config.toml")
-        relay = RelaySettings.from_env(settings.agent_env, read_config_toml(Path(config)), memory=settings.memory)
+        config = config_path(settings.env, settings.home)
+        relay = RelaySettings.from_env(settings.agent_env, read_config_toml(config), memory=settings.memory)
     except ConfigError as exc:
         raise click.ClickException(f"{exc}\nRun `macupos doctor` for a full check.") from exc
     except ValueError as exc:
@@ -106,6 +108,8 @@ def bot_command() -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         asyncio.run(run_bot(settings, relay))
+    except StorageError as exc:  # memory.db or bot.db cannot be used as it is: exit 3, like every command
+        raise StorageFaultExit(exc, prefix="the bot could not start: ") from None
     except (TelegramError, OSError, MemoryStoreError) as exc:  # a start that cannot happen: one line, no token
         raise click.ClickException(mask.clean(f"the bot could not start: {exc}")) from None
 

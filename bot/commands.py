@@ -1,5 +1,5 @@
-"""The chat's slash commands: memory in chat (/recall, /remember, /facts, /rules, /handoffs), /cost, /help, /rpa,
-and the session commands (/new, /project, /stop, /status) that :mod:`bot.sessions` carries out.
+"""The chat's slash commands: memory in chat (/recall, /remember, /facts, /rules, /handoffs), /cost, /help,
+and the session commands (/new, /project, /stop, /status, /rpa) that :mod:`bot.sessions` carries out.
 """
 
 from __future__ import annotations
@@ -12,15 +12,11 @@ from datetime import UTC, datetime
 
 from telegram import BotCommand
 
-from bot.approvals import Approvals
-from bot.progress import Progress, escape, format_usage
+from bot.progress import escape, format_usage
 from bot.services import Services
 from bot.sessions import SessionManager
 from bot.telegram_format import brief
 from memory.errors import MemoryStoreError
-from memory.facts.model import FactsError
-from relay.errors import RelayError
-from relay.events import HandoffReady, RelayEvent, StageEnd, StageStart
 from relay.grounding import ensure_rules_file
 
 __all__ = ["COMMANDS", "Commands", "bot_commands"]
@@ -53,19 +49,10 @@ def bot_commands() -> list[BotCommand]:
     return [BotCommand(name, text) for name, text in COMMANDS]
 
 
-def _stage_line(event: StageEnd) -> str:
-    step = f" r{event.round}" if event.round > 1 else ""
-    mark = "" if event.ok else " · FAILED"
-    usage = format_usage(event.usage.tokens, event.usage.cost_usd)
-    return f"{event.stage}{step} · {event.engine} · {event.duration_s:.1f} s · {usage}{mark}"
-
-
 class Commands:
-    def __init__(self, services: Services, sessions: SessionManager, approvals: Approvals) -> None:
+    def __init__(self, services: Services, sessions: SessionManager) -> None:
         self.services = services
         self.sessions = sessions
-        self.approvals = approvals
-        sessions.rpa = self.run_rpa
 
     async def handle(self, name: str, args: str, chat_id: int, user_id: int) -> None:
         s = self.services
@@ -142,7 +129,7 @@ class Commands:
         fields = {"predicate": "said", "object": " ".join(text.split())}
         try:
             await s.facts.remember(mid, "user", "Fact", fields, provenance=f"telegram chat {chat_id}, {today}")
-        except (FactsError, MemoryStoreError) as exc:
+        except MemoryStoreError as exc:  # FactsError included
             return escape(f"Could not store it: {exc}")
         return escape(f"🧠 Remembered ({mid}).")
 
@@ -186,47 +173,3 @@ class Commands:
             lines.append("<b>Top sessions</b>")
             lines += [f"• {escape(t.key[:8])}: {escape(format_usage(t.tokens, t.cost_usd))}" for t in sessions]
         return "\n".join(lines)
-
-    async def run_rpa(self, chat_id: int, user_id: int, task: str, progress: Progress) -> str:
-        """The Research → Plan → Audit pipeline with a progress line per stage; the audit findings shown."""
-        from relay.rpa import run_rpa  # imported here: the pipeline is optional at startup
-
-        s = self.services
-        if s.codex is None:
-            await s.sender.send(chat_id, "Codex is not available, so the RPA pipeline cannot run.", html_text=False)
-            return "failed"
-        project = await s.project_of(chat_id)
-
-        async def on_event(event: RelayEvent) -> None:
-            if isinstance(event, HandoffReady):  # the run's Claude sessions are reviewed like any other
-                await self.sessions.reviews.post(chat_id, user_id, event.session_id, event.markdown)
-            elif isinstance(event, StageStart):
-                progress.update(stage=f"{event.stage} ({event.engine})")
-            elif isinstance(event, StageEnd):
-                progress.update(line=_stage_line(event))
-                progress.add_usage(event.usage.tokens, event.usage.cost_usd)
-
-        try:
-            report = await run_rpa(
-                task,
-                settings=s.relay,
-                project_dir=project.path,
-                eywa=s.eywa,
-                codex=s.codex,
-                on_event=on_event,
-                ledger=s.ledger,
-                facts_lines=await s.facts_lines(),
-                can_use_tool=self.approvals.hook(chat_id, lambda: user_id, self.sessions.chat(chat_id).grants),
-            )
-        except ValueError as exc:
-            raise RelayError(str(exc)) from exc
-        status = "failed" if report.error else "done"
-        await progress.finish(status, f"run {report.run_id} · {report.duration_s:.0f} s")
-        parts = [report.summary]
-        audits = [o for o in report.stages if o.stage == "audit"]
-        if audits:
-            last = audits[-1]
-            parts.append(f"**Audit** (round {last.round}): {last.verdict or 'no verdict'}")
-            parts += [f"- {f}" for f in last.findings] or ["- no findings"]
-        await s.sender.send_markdown(chat_id, "\n\n".join(parts), document_threshold=s.tuning.document_threshold)
-        return status

@@ -27,7 +27,10 @@ from telegram.request import HTTPXRequest
 
 from bot.migrations import MIGRATIONS as BOT_MIGRATIONS
 from bot.settings import BotSettings, ConfigError, find_dotenv
+from memory.errors import MEMORY_RECOVER_WAY_OUT
 from memory.migrations import MIGRATIONS as MEMORY_MIGRATIONS
+from memory.settings import config_path
+from memory.storage_faults import sqlite_fault
 from relay.settings import RelaySettings, read_config_toml
 
 __all__ = ["Check", "doctor_command", "format_checks", "run_doctor"]
@@ -87,9 +90,9 @@ async def _telegram(settings: BotSettings, timeout_s: float) -> Check:
     return Check(name, True, f"@{me.username} (id {me.id}) via {settings.api_url}")
 
 
-def _relay_settings(env: Mapping[str, str], settings: BotSettings) -> Check:
+def _relay_settings(settings: BotSettings) -> Check:
     """The relay's settings as `macupos bot` builds them: a bad one would stop the bot after doctor passed."""
-    config = Path(env.get("MACUPOS_CONFIG") or settings.home / "config.toml")
+    config = config_path(settings.env, settings.home)
     try:
         RelaySettings.from_env(settings.agent_env, read_config_toml(config), memory=settings.memory)
     except ValueError as exc:
@@ -146,12 +149,9 @@ async def _cli(name: str, path: Path | None, settings: BotSettings, fix: str) ->
 
 
 def _claude_path(settings: BotSettings) -> Path | None:
-    configured = settings.env.get("MACUPOS_CLAUDE_CLI")
-    if configured:
-        return Path(configured).expanduser()
-    import claude_agent_sdk  # the SDK ships the CLI it drives
+    from relay.claude_options import claude_cli_path  # imported here: `macupos memory …` must not load the SDK
 
-    return Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    return claude_cli_path(settings.env)  # the one the relay's sessions run
 
 
 def _codex_path() -> Path | None:
@@ -276,6 +276,12 @@ async def _whisper(settings: BotSettings, timeout_s: float) -> Check:
 
 def _database(label: str, path: Path, supported: int, thorough: bool) -> Check:
     name = f"database {label}"
+    # The memory database is rebuilt from its readable mirror; the bot's own state is only moved aside.
+    damaged_fix = (
+        MEMORY_RECOVER_WAY_OUT
+        if label == "memory.db"
+        else f"stop the bot, move {path} aside (a fresh one is made on the next start), then start it again"
+    )
     if not path.exists():
         return Check(name, True, f"{path} not created yet (made on first run)")
     try:
@@ -288,7 +294,8 @@ def _database(label: str, path: Path, supported: int, thorough: bool) -> Check:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
-        return _fail(name, f"{path}: {exc}", f"move {path} aside and restart (the bot creates a fresh one)")
+        fault = sqlite_fault(path, exc, corrupt_way_out=damaged_fix)
+        return _fail(name, f"{path}: {exc}", fault.way_out if fault is not None else damaged_fix)
     if version > supported:
         return _fail(
             name,
@@ -299,7 +306,7 @@ def _database(label: str, path: Path, supported: int, thorough: bool) -> Check:
         return _fail(
             name,
             f"{path} integrity check: {'; '.join(result[:3])}",
-            f'restore a backup, or `sqlite3 {path} ".recover"` into a new file',
+            damaged_fix,
         )
     pending = f", migrates {version} → {supported} on start" if version < supported else ""
     return Check(name, True, f"{path} ok (schema {version}{pending})")
@@ -401,7 +408,7 @@ def doctor_command(quick: bool, timeout_s: float) -> None:
             settings, telegram=not quick, whisper=not quick, clis=not quick, thorough_db=not quick, timeout_s=timeout_s
         )
     )
-    checks.append(_relay_settings(os.environ, settings))
+    checks.append(_relay_settings(settings))
     click.echo(format_checks(checks))
     if any(not c.ok for c in checks):
         sys.exit(1)

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-__all__ = ["BotError", "ChatBusyError", "VoiceError", "VoiceModelError"]
+__all__ = [
+    "BotError",
+    "ChatBusyError",
+    "InboxError",
+    "SpeechError",
+    "SpeechUnavailableError",
+    "VoiceError",
+    "VoiceModelError",
+]
 
 
 class BotError(Exception):
@@ -20,9 +28,39 @@ class VoiceModelError(VoiceError):
     """The speech model could not be loaded (bad path or name, missing optional backend)."""
 
 
+class SpeechError(BotError):
+    """A spoken answer could not be made (the text-to-speech voice failed or could not be encoded).
+
+    The message is phrased for the chat, like ``VoiceError``'s.
+    """
+
+
+class SpeechUnavailableError(SpeechError):
+    """Spoken answers need the optional ``speech`` extra, which is not installed.
+
+    ``install_hint`` is the command that enables them.
+    """
+
+    install_hint = "pip install 'macupos[speech]'"
+
+    def __init__(self, missing: str) -> None:
+        super().__init__(f"spoken answers are not installed (no {missing}); enable them with: {self.install_hint}")
+        self.missing = missing
+
+
 class ChatBusyError(BotError):
     """A chat already has a running session; one at a time per chat."""
 
     def __init__(self, chat_id: int) -> None:
         super().__init__(f"chat {chat_id} already has a running session")
         self.chat_id = chat_id
+
+
+class InboxError(BotError):
+    """A sent file could not be saved in the project's inbox (a link or a file where a folder belongs, a full
+    disk). Nothing runs; the message is phrased for the chat."""
+
+    def __init__(self, path: object, reason: str) -> None:
+        super().__init__(f"cannot save into {path}: {reason}")
+        self.path = path
+        self.reason = reason

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
+import warnings
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from telegram import Update
 from telegram.error import Forbidden, InvalidToken, NetworkError, TelegramError, TimedOut
+from telegram.warnings import PTBUserWarning
 
 from bot.auth import REFUSAL_TEXT, Gatekeeper, UpdateOrigin, Verdict, describe_update_origin
 from bot.services import Services
@@ -32,6 +35,25 @@ Route = Callable[[Update], Awaitable[None]]
 # Only what the bot acts on: Telegram then never stores other kinds (polls, joins, reactions) for us.
 ALLOWED_UPDATES: tuple[str, ...] = ("message", "edited_message", "callback_query")
 _MAX_BACKOFF_S = 30.0
+_SALVAGE_TIMEOUT_S = 10.0
+_MAX_ID = 2**63  # SQLite's integers; Telegram's ids fit in 52 bits
+# The raw getUpdates of Intake._salvage is deliberate: Bot.get_updates is the call whose parsing failed.
+warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates'", category=PTBUserWarning)
+
+
+def _is_id(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and -_MAX_ID <= value < _MAX_ID
+
+
+def _malformed(update_id: object, origin: UpdateOrigin, data: dict[str, Any]) -> str:
+    """Why an update cannot have come from Telegram and cannot be stored, or "" when it is fine."""
+    if not _is_id(update_id) or not all(i is None or _is_id(i) for i in (origin.chat_id, origin.user_id)):
+        return "an id that is not a 64-bit integer"
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, ValueError, TypeError):  # half a surrogate pair; a value JSON cannot hold
+        return "content that is not valid Unicode JSON"
+    return ""
 
 
 class Intake:
@@ -53,6 +75,10 @@ class Intake:
         """Gate and claim one update; dispatch it when it is new. True when it was dispatched."""
         data = update.to_dict()
         origin = describe_update_origin(data)
+        if why := _malformed(update.update_id, origin, data):
+            self.dropped += 1  # not something Telegram sends, and nothing bot.db could store
+            logger.warning("dropped update %.40r: %s", update.update_id, why)
+            return False
         verdict = self.gate.verdict(origin, self._clock())
         if verdict is Verdict.REFUSE:
             self.refused += 1
@@ -144,10 +170,45 @@ class Intake:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, _MAX_BACKOFF_S)
                 continue
+            except TelegramError:
+                raise
+            except Exception:  # PTB could not read the batch: one malformed update fails them all
+                logger.exception("getUpdates sent updates python-telegram-bot cannot read; reading them one by one")
+                before = self.offset
+                updates = await self._salvage()
+                if not updates and self.offset == before:  # nothing could be read or confirmed: do not spin
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, _MAX_BACKOFF_S)
+                    continue
             backoff = 0.5
             for update in updates:
                 await self.receive(update)
-                self.offset = max(self.offset, update.update_id + 1)
+                if _is_id(update.update_id):
+                    self.offset = max(self.offset, update.update_id + 1)
+
+    async def _salvage(self) -> tuple[Update, ...]:
+        """The batch PTB could not read, fetched raw (no long poll) and read update by update: one it cannot
+        read is dropped and confirmed, so it is never fetched again; the others go on as usual."""
+        bot = self.services.sender.bot
+        params: dict[str, Any] = {"timeout": 0, "allowed_updates": list(ALLOWED_UPDATES)}
+        if self.offset:
+            params["offset"] = self.offset
+        raw = await bot.do_api_request("getUpdates", api_kwargs=params, read_timeout=_SALVAGE_TIMEOUT_S)
+        out: list[Update] = []
+        for item in raw if isinstance(raw, list) else ():
+            try:
+                update = Update.de_json(item, bot)
+            except Exception:  # whatever PTB raises on a malformed update: that update only
+                update = None
+                logger.exception("dropped an update python-telegram-bot cannot read")
+            if update is not None:
+                out.append(update)
+                continue
+            self.dropped += 1
+            uid = item.get("update_id") if isinstance(item, dict) else None
+            if _is_id(uid):
+                self.offset = max(self.offset, uid + 1)
+        return tuple(out)
 
     async def close_poll(self) -> None:
         """Confirm what was claimed, so a restart is not sent it again (harmless either way: claims dedupe)."""

@@ -112,4 +112,9 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE queue_new RENAME TO queue;
     CREATE INDEX queue_chat ON queue(chat_id, status, id);
     """,
+    # 3: the images a queued instruction carries (absolute paths of files in a project's .macupos/inbox,
+    # JSON list), so a photo sent while a session works still reaches the model when its turn comes.
+    """
+    ALTER TABLE queue ADD COLUMN attachments TEXT NOT NULL DEFAULT '[]';
+    """,
 )

@@ -55,6 +55,7 @@ class QueuedInstruction:
     source: str
     status: QueueStatus
     created_at: float
+    images: tuple[str, ...] = ()  # paths of the images sent with it (in the project's inbox)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,14 +10,15 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from telegram.error import TelegramError
+
 from bot.progress import DOCUMENT_THRESHOLD, Sender
 from bot.settings import BotSettings, Project
 from bot.state import BotState
 from bot.voice import Transcriber
 from memory.api import Eywa
-from memory.errors import MemoryStoreError
+from memory.errors import MemoryStoreError, StorageError
 from memory.facts.api import FactsApi
-from memory.facts.model import FactsError
 from relay.codex import CodexEngine
 from relay.ledger import Ledger
 from relay.settings import RelaySettings
@@ -54,6 +55,8 @@ class Services:
     transcriber: Transcriber | None = None
     owns_transcriber: bool = True
     _transcriber_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    facts_fault: StorageError | None = None  # the facts store's last storage fault (its own connection)
+    _faults_told: set[tuple[int, str]] = field(default_factory=set)  # (chat, fault kind) already told
 
     async def get_transcriber(self) -> Transcriber:
         """The Whisper model, created on the first voice note (loading happens off the loop, in the transcriber)."""
@@ -79,6 +82,27 @@ class Services:
             return []
         try:
             return await self.facts.tiered_injection()
-        except (MemoryStoreError, FactsError) as exc:  # facts must never stop a session from starting
+        except MemoryStoreError as exc:  # facts must never stop a session from starting
             logger.warning("facts injection failed: %s", exc)
+            if isinstance(exc, StorageError):
+                self.facts_fault = exc
             return []
+
+    def storage_fault(self) -> StorageError | None:
+        """The last storage fault memory met (damaged pages, a full disk…), or None."""
+        return self.eywa.db.last_fault or self.facts_fault
+
+    async def tell_storage_fault(self, chat_id: int) -> None:
+        """Say a storage fault in the chat once (per kind), after the run it touched; runs go on without memory."""
+        fault = self.storage_fault()
+        if fault is None or (chat_id, fault.kind) in self._faults_told:
+            return
+        self._faults_told.add((chat_id, fault.kind))
+        text = (
+            f"⚠️ Memory is unavailable: {fault}\n"
+            "Runs go on without it (no recalled handoffs or facts) until it is fixed and the bot restarted."
+        )
+        try:
+            await self.sender.send(chat_id, text, html_text=False)
+        except TelegramError as exc:
+            logger.warning("could not tell chat %s about the memory fault: %s", chat_id, exc)

@@ -13,37 +13,48 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from telegram.error import TelegramError
 
-from bot.approvals import Approvals, SessionGrants
+from bot.approvals import Approvals
 from bot.errors import ChatBusyError
+from bot.login_notice import LoginNotices
 from bot.progress import Progress, escape
 from bot.review import Reviews
+from bot.rpa_runner import RpaRunner, stage_line
 from bot.services import Services
+from bot.session_list import handoff_of, stand_in_line
 from bot.settings import Project
 from bot.telegram_format import brief
-from relay.errors import RelayError, RelayTimeoutError, SessionError
-from relay.events import HandoffReady, PermissionRequest, RelayEvent, SessionResult, StageEnd, StageStart, ToolStart
+from relay.errors import LoginError, RelayError, SessionNotFoundError
+from relay.events import (
+    HandoffReady,
+    LoginRefused,
+    PermissionRequest,
+    RelayEvent,
+    StageEnd,
+    StageStart,
+    ToolStart,
+)
 from relay.relay_tools import build_relay_server
 from relay.session import ClaudeSession
 from relay.stages import stage_configs
+from relay.user_message import load_images
 
 __all__ = ["ChatSession", "SessionManager", "Task"]
 
 logger = logging.getLogger(__name__)
-
-RpaRunner = Callable[[int, int, str, Progress], Awaitable[str]]
 
 
 @dataclass(frozen=True, slots=True)
 class Task:
     text: str
     user_id: int
-    source: str = "text"  # text | voice | resume | rpa
+    source: str = "text"  # text | voice | attachment | resume | rpa
     queue_id: int | None = None
+    images: tuple[str, ...] = ()  # paths of images (in the project's inbox) shown with the instruction
 
 
 @dataclass(slots=True)
@@ -57,7 +68,7 @@ class ChatSession:
     closing: asyncio.Task[None] | None = None
     progress: Progress | None = None
     user_id: int = 0
-    grants: SessionGrants = field(default_factory=SessionGrants)
+    source: str = ""  # the running instruction's Task.source
     instruction: str = ""
     started: float = 0.0
     stopping: bool = False
@@ -73,12 +84,13 @@ def _title(text: str) -> str:
 
 
 class SessionManager:
-    def __init__(self, services: Services, approvals: Approvals, reviews: Reviews) -> None:
+    def __init__(self, services: Services, approvals: Approvals, reviews: Reviews, rpa: RpaRunner) -> None:
         self.services = services
         self.approvals = approvals
         self.reviews = reviews
-        self.rpa: RpaRunner | None = None  # set by the app when the RPA pipeline is available
+        self.rpa = rpa
         self.shutting_down = False
+        self.logins = LoginNotices(services.sender)
         self._chats: dict[int, ChatSession] = {}
 
     def chat(self, chat_id: int) -> ChatSession:
@@ -89,13 +101,18 @@ class SessionManager:
 
     # -- instructions ------------------------------------------------------------------------------
 
-    async def submit(self, chat_id: int, user_id: int, text: str, source: str = "text") -> None:
-        """Run an instruction now, or queue it for the live session when the chat's worker is busy."""
+    async def submit(
+        self, chat_id: int, user_id: int, text: str, source: str = "text", *, images: Sequence[str] = ()
+    ) -> None:
+        """Run an instruction now, or queue it for the live session when the chat's worker is busy.
+
+        ``images`` are paths of image files (in the project's inbox) that go to the model with it.
+        """
         s = self.services
         c = self.chat(chat_id)
         async with c.lock:
             if c.busy:
-                await s.state.enqueue(chat_id, text, source)
+                await s.state.enqueue(chat_id, text, source, images)
                 waiting = len(await s.state.queued(chat_id))
                 await s.sender.send(
                     chat_id,
@@ -107,7 +124,8 @@ class SessionManager:
                 c.idle.cancel()  # a close already under way goes on (shielded); the next run waits for it
                 c.idle = None
             c.stopping = False
-            c.worker = asyncio.create_task(self._drain(c, Task(text, user_id, source)), name=f"chat-{chat_id}")
+            task = Task(text, user_id, source, images=tuple(images))
+            c.worker = asyncio.create_task(self._drain(c, task), name=f"chat-{chat_id}")
 
     async def _drain(self, c: ChatSession, task: Task) -> None:
         s = self.services
@@ -123,16 +141,18 @@ class SessionManager:
                     self._arm_idle(c)
                     return
                 await s.state.mark_queued(queued.id, "running")
-            current = Task(queued.text, c.user_id, queued.source, queued.id)
+            current = Task(queued.text, c.user_id, queued.source, queued.id, queued.images)
 
     async def _run_one(self, c: ChatSession, task: Task) -> None:
         s = self.services
         chat_id = c.chat_id
-        c.user_id, c.instruction, c.started = task.user_id, task.text, time.monotonic()
+        c.user_id, c.source, c.instruction, c.started = task.user_id, task.source, task.text, time.monotonic()
         project = await s.project_of(chat_id)
         chat = await s.state.chat(chat_id)
+        # An RPA run opens sessions of its own: it does not continue (or claim) the chat's session.
+        session_id = "" if task.source == "rpa" else chat.session_id
         try:
-            run_id = await s.state.start_run(chat_id, task.text, chat.session_id, project.name)
+            run_id = await s.state.start_run(chat_id, task.text, session_id, project.name)
         except ChatBusyError:
             await s.sender.send(
                 chat_id, "A run is still recorded as running in this chat; try /status.", html_text=False
@@ -152,6 +172,13 @@ class SessionManager:
                 status = await self._run_claude(c, task, project, chat.session_id, run_id, progress)
         except asyncio.CancelledError:
             raise  # a shutdown or crash: the run stays "running" and the next start offers to resume it
+        except LoginError as exc:
+            logger.warning("run in chat %s: %s", chat_id, exc)
+            name = "Claude Code" if exc.engine == "claude" else "Codex"
+            with contextlib.suppress(TelegramError):
+                await progress.finish("failed", f"{name} login refused")
+            await self.logins.tell(chat_id, exc.engine, str(exc))
+            status = "failed"
         except RelayError as exc:
             logger.warning("run in chat %s failed: %s", chat_id, exc)
             with contextlib.suppress(TelegramError):
@@ -169,38 +196,40 @@ class SessionManager:
             status = "failed"
         finally:
             c.progress = None
+        await s.tell_storage_fault(chat_id)  # once per chat: the run went on without a broken memory
         if self.shutting_down:
             return  # the run stays "running": the next start reports it and offers to resume
         await s.state.finish_run(run_id, status)  # type: ignore[arg-type]
 
     async def _run_claude(
-        self, c: ChatSession, task: Task, project: Project, resume: str, run_id: int, progress: Progress
+        self,
+        c: ChatSession,
+        task: Task,
+        project: Project,
+        resume: str,
+        run_id: int,
+        progress: Progress,
+        continued: tuple[str, str] | None = None,
     ) -> str:
         s = self.services
-        session = await self._session(c, project, resume or None)
+        images = await asyncio.to_thread(load_images, task.images)
+        session = await self._session(c, project, resume or None, continued)
         await s.state.set_run_session(run_id, session.session_id)
         await s.state.set_session(c.chat_id, session.session_id)
         progress.update(stage="running")
-        result: SessionResult | None = None
         try:
-            async for event in session.stream(task.text):
-                if isinstance(event, SessionResult):
-                    result = event
-        except RelayTimeoutError:
-            c.live = None  # the relay closed the session when it timed out
+            result = await session.send(task.text, images=images)
+        except SessionNotFoundError as exc:
+            c.live = None
+            handoff = await handoff_of(s.eywa, exc.session_id)
+            await s.sender.send(c.chat_id, stand_in_line(exc.session_id, handoff), html_text=False)
+            await s.state.set_session(c.chat_id, None)
+            grounding = (exc.session_id, handoff.markdown) if handoff is not None else None
+            return await self._run_claude(c, task, project, "", run_id, progress, grounding)
+        except RelayError:
+            c.live = None  # the relay ends a session on an error, a refused login or a timeout
             raise
-        except SessionError as exc:
-            if resume and "No conversation found" in (exc.stderr_tail or "") + str(exc):
-                c.live = None
-                await s.sender.send(
-                    c.chat_id, "Could not resume the earlier session; starting a new one.", html_text=False
-                )
-                await s.state.set_session(c.chat_id, None)
-                return await self._run_claude(c, task, project, "", run_id, progress)
-            c.live = None  # the relay ends a session on an error
-            raise
-        if result is None:
-            raise SessionError("the run ended without a result", session_id=session.session_id)
+        self.logins.clear(c.chat_id, "claude")
         if self.shutting_down:
             return "interrupted"
         await s.state.set_session(c.chat_id, result.session_id)
@@ -214,12 +243,15 @@ class SessionManager:
         return status
 
     async def _run_rpa(self, c: ChatSession, task: Task, progress: Progress) -> str:
-        if self.rpa is None:
-            await self.services.sender.send(c.chat_id, "The RPA pipeline is not available.", html_text=False)
-            return "failed"
-        return await self.rpa(c.chat_id, task.user_id, task.text, progress)
+        async def on_event(event: RelayEvent) -> None:
+            await self._on_event(c, event)
 
-    async def _session(self, c: ChatSession, project: Project, resume: str | None) -> ClaudeSession:
+        approve = self.approvals.handler(c.chat_id, lambda: c.user_id)
+        return await self.rpa.run(c.chat_id, task.text, progress, approve=approve, on_event=on_event)
+
+    async def _session(
+        self, c: ChatSession, project: Project, resume: str | None, continued: tuple[str, str] | None = None
+    ) -> ClaudeSession:
         """The chat's live session, or a new one (resumed by id when the chat has a current session)."""
         if c.closing is not None:
             with contextlib.suppress(asyncio.CancelledError):
@@ -230,7 +262,6 @@ class SessionManager:
         if c.live is not None:
             await self._close_live(c)
         s = self.services
-        c.grants = SessionGrants()
 
         async def on_event(event: RelayEvent) -> None:
             await self._on_event(c, event)
@@ -241,10 +272,11 @@ class SessionManager:
             eywa=s.eywa,
             facts_lines=await s.facts_lines(),
             resume=resume,
-            can_use_tool=self.approvals.hook(c.chat_id, lambda: c.user_id, c.grants),
+            approve=self.approvals.handler(c.chat_id, lambda: c.user_id),
             on_event=on_event,
             ledger=s.ledger,
             project=project.name,
+            continued=continued,
         )
         if s.codex is not None:
             session.add_mcp_server(
@@ -261,10 +293,16 @@ class SessionManager:
         return session
 
     async def _on_event(self, c: ChatSession, event: RelayEvent) -> None:
+        """Relay events of the chat's runs, normal and RPA: handoffs go to review, the rest to the progress."""
         progress = c.progress
         if isinstance(event, HandoffReady):
             await self.reviews.post(c.chat_id, c.user_id, event.session_id, event.markdown)
             return
+        if isinstance(event, LoginRefused):  # a Codex call of the session: the model carries on without it
+            await self.logins.tell(c.chat_id, event.engine, event.message)
+            return
+        if isinstance(event, StageEnd) and event.ok:
+            self.logins.clear(c.chat_id, event.engine)
         if progress is None:
             return
         if isinstance(event, ToolStart):
@@ -274,6 +312,8 @@ class SessionManager:
         elif isinstance(event, StageStart):
             progress.update(stage=f"{event.stage} ({event.engine})")
         elif isinstance(event, StageEnd):
+            if c.source == "rpa":  # an RPA run shows a line per stage; a session's Codex turns only add usage
+                progress.update(line=stage_line(event))
             progress.add_usage(event.usage.tokens, event.usage.cost_usd)
 
     # -- ending sessions ---------------------------------------------------------------------------
@@ -334,6 +374,22 @@ class SessionManager:
                 await self._close_live(c)
         extra = f" Cancelled {cancelled} waiting instruction(s)." if cancelled else ""
         return "⏹ Stopped." + extra
+
+    async def continue_session(self, chat_id: int, session_id: str, project: str) -> str:
+        """Make ``session_id`` (of ``project``) the one the chat's next instruction continues."""
+        s = self.services
+        c = self.chat(chat_id)
+        if (await s.project_of(chat_id)).name != project:
+            return "That list was for another project; send /sessions again."
+        if c.busy:
+            return "A session is running: /stop it first, or wait for it to finish."
+        if c.idle is not None:
+            c.idle.cancel()
+            c.idle = None
+        if c.live is not None and c.live.session_id != session_id:
+            await self._close_live(c)
+        await s.state.set_session(chat_id, session_id)
+        return f"▶️ The next instruction continues session {session_id[:8]}."
 
     async def new(self, chat_id: int) -> str:
         c = self.chat(chat_id)
@@ -432,3 +488,4 @@ class SessionManager:
                 with contextlib.suppress(asyncio.CancelledError):
                     await c.closing
             await self._close_live(c)
+

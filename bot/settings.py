@@ -188,15 +188,22 @@ def find_dotenv(env: Mapping[str, str], cwd: Path) -> Path | None:
     """The ``.env`` to read: ``$MACUPOS_ENV_FILE`` if set, else ``./.env``, else ``$MACUPOS_HOME/.env``."""
     explicit = env.get("MACUPOS_ENV_FILE", "").strip()
     if explicit:
-        path = Path(explicit).expanduser()
+        path = _home_path("MACUPOS_ENV_FILE", explicit)
         if not path.is_file():
             raise ConfigError("MACUPOS_ENV_FILE", f"{path} is not a file")
         return path
     candidates = [cwd / ".env"]
     home = env.get("MACUPOS_HOME", "").strip()
     if home:
-        candidates.append(Path(home).expanduser() / ".env")
+        candidates.append(_home_path("MACUPOS_HOME", home) / ".env")
     return next((p for p in candidates if p.is_file()), None)
+
+
+def _home_path(variable: str, raw: str) -> Path:
+    try:
+        return Path(raw).expanduser()
+    except RuntimeError:  # "~name" of a user this machine does not know
+        raise ConfigError(variable, f"{raw!r} names an unknown user's home folder") from None
 
 
 def parse_dotenv(text: str) -> dict[str, str]:
@@ -271,7 +278,7 @@ def _projects(raw: str, cwd: Path) -> tuple[Project, ...]:
         if name.casefold() in seen:
             raise ConfigError("MACUPOS_PROJECTS", f"project name {name!r} appears twice")
         seen.add(name.casefold())
-        path = Path(path_text).expanduser()
+        path = _home_path("MACUPOS_PROJECTS", path_text)
         projects.append(Project(name, path if path.is_absolute() else cwd / path))
     if not projects:
         raise ConfigError("MACUPOS_PROJECTS", "lists no project; unset it to use the current folder")

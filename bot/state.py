@@ -47,7 +47,7 @@ def _dumps(payload: Mapping[str, Any]) -> str:
 
 _UPDATE_COLS = "update_id, chat_id, user_id, kind, payload, status, received_at, handled_at"
 _CHAT_COLS = "chat_id, project, session_id, last_session_id, pending_transcript, pending_correction"
-_QUEUE_COLS = "id, chat_id, text, source, status, created_at"
+_QUEUE_COLS = "id, chat_id, text, source, status, created_at, attachments"
 _RUN_COLS = "id, chat_id, instruction, session_id, project, status, started_at, finished_at"
 _CALLBACK_COLS = "token, chat_id, user_id, action, payload, expires_at, used_at"
 _REVIEW_COLS = "session_id, chat_id, message_id, state, correction, updated_at"
@@ -62,7 +62,8 @@ def _run(row: Sequence[Any]) -> Run:
 
 
 def _queued(row: Sequence[Any]) -> QueuedInstruction:
-    return QueuedInstruction(*row)
+    images = json.loads(row[6] or "[]")
+    return QueuedInstruction(*row[:6], images=tuple(str(p) for p in images) if isinstance(images, list) else ())
 
 
 def _review(row: Sequence[Any]) -> HandoffReview:
@@ -198,12 +199,13 @@ class BotState:
 
     # -- queue -----------------------------------------------------------------------------------------
 
-    async def enqueue(self, chat_id: int, text: str, source: str) -> int:
+    async def enqueue(self, chat_id: int, text: str, source: str, images: Sequence[str] = ()) -> int:
         now = self._clock()
         async with self._db.write() as conn:
             cur = await conn.execute(
-                "INSERT INTO queue(chat_id, text, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
-                (chat_id, text, source, now, now),
+                "INSERT INTO queue(chat_id, text, source, created_at, updated_at, attachments)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (chat_id, text, source, now, now, json.dumps(list(images))),
             )
             return int(cur.lastrowid or 0)
 
@@ -317,6 +319,19 @@ class BotState:
             f"SELECT {_RUN_COLS} FROM runs WHERE chat_id = ? ORDER BY id DESC LIMIT ?", (chat_id, limit)
         )
         return [_run(r) for r in rows]
+
+    async def recent_sessions(self, chat_id: int, project: str, limit: int = 8) -> list[tuple[str, float, str]]:
+        """(session id, when last used, its first instruction) of the chat's sessions in ``project``, newest first."""
+        rows = await self._all(
+            "SELECT session_id, max(coalesce(finished_at, started_at)) AS at, min(id) FROM runs"
+            " WHERE chat_id = ? AND project = ? AND session_id != '' GROUP BY session_id ORDER BY at DESC LIMIT ?",
+            (chat_id, project, limit),
+        )
+        out: list[tuple[str, float, str]] = []
+        for session_id, at, first in rows:
+            found = await self._one("SELECT instruction FROM runs WHERE id = ?", (first,))
+            out.append((str(session_id), float(at), str(found[0]) if found else ""))
+        return out
 
     # -- callbacks -------------------------------------------------------------------------------------
 

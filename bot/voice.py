@@ -94,6 +94,8 @@ class Transcriber:
         backend: Backend = "faster-whisper",
         compute_type: str = "int8",
         beam_size: int = 5,
+        temperature: float | Sequence[float] | None = None,
+        without_timestamps: bool = False,
         language: str | None = None,
         device: str = "cpu",
         cpu_threads: int = 0,
@@ -106,6 +108,9 @@ class Transcriber:
         self.model_name = str(model) if model else ""
         self.compute_type = compute_type
         self.beam_size = beam_size
+        # None: the backend's own fallback ladder (0.0, 0.2, … 1.0), retried when a decode looks like a loop.
+        self.temperature = temperature
+        self.without_timestamps = without_timestamps
         self.language = language
         self.device = device
         self.cpu_threads = cpu_threads
@@ -189,8 +194,11 @@ class Transcriber:
         # Bytes go through memory (PyAV reads file objects): no temporary file to leak.
         source: str | io.BytesIO = io.BytesIO(audio) if isinstance(audio, bytes) else str(audio)
         try:
+            options: dict[str, Any] = {"without_timestamps": self.without_timestamps}
+            if self.temperature is not None:
+                options["temperature"] = self.temperature
             segments, info = self._model.transcribe(
-                source, beam_size=self.beam_size, language=self.language, initial_prompt=prompt
+                source, beam_size=self.beam_size, language=self.language, initial_prompt=prompt, **options
             )
             # The segments are a lazy generator: decoding happens here, on the worker thread.
             text = " ".join(seg.text.strip() for seg in segments).strip()
@@ -222,12 +230,16 @@ class Transcriber:
         with _as_file(audio, self.temp_dir) as path:
             try:
                 samples = whisper.audio.load_audio(path)  # runs the ffmpeg program
+                options: dict[str, Any] = {"without_timestamps": self.without_timestamps}
+                if self.temperature is not None:
+                    options["temperature"] = self.temperature
                 result = self._model.transcribe(
                     samples,
                     beam_size=self.beam_size,
                     language=self.language,
                     initial_prompt=prompt,
                     fp16=False,
+                    **options,
                 )
             except (RuntimeError, OSError, ValueError) as exc:  # load_audio raises RuntimeError on ffmpeg failure
                 raise VoiceError(f"couldn't decode that voice note ({_short(exc)})") from exc

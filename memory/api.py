@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import stat
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -13,11 +13,12 @@ from typing import Any
 
 from memory import index, store
 from memory.db import SCHEMA_VERSION, Database
-from memory.errors import DestinationError, HandoffFormatError, SessionNotFoundError, SourceUnreadableError
-from memory.grounding import MAX_GROUNDING, grounding_text, strip_frontmatter
-from memory.handoff_format import from_markdown, redacted, to_markdown
+from memory.errors import DestinationError, SessionNotFoundError, SourceUnreadableError
+from memory.fsutil import write_atomic
+from memory.grounding import MAX_GROUNDING, grounding_text
+from memory.handoff_import import BATCH_FILES, ImportReport, import_tree
 from memory.ingest import IngestReport, ProgressFn, extract_pending, ingest
-from memory.mirror import handoff_relpath, iter_handoff_files, remove_handoff, write_atomic, write_handoff
+from memory.mirror import handoff_relpath, remove_handoff, sync_folders
 from memory.redact import Redactor
 from memory.retrieval import ContentHit, ScoredHandoff, retrieve, search_content
 from memory.settings import MemorySettings
@@ -39,12 +40,6 @@ class SessionView:
     session: store.SessionRow | None
     handoff: store.HandoffRow | None
     subagents: list[str] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class ImportReport:
-    imported: int = 0
-    rejected: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _check_regular_file(path: Path) -> None:
@@ -179,8 +174,25 @@ class Eywa:
             await index.unindex(conn, session_id)
             await conn.execute("UPDATE content SET parent_id = ? WHERE session_id = ?", (parent_id, session_id))
 
-    async def list_handoffs(self, *, limit: int = 20, project: str | None = None) -> list[store.HandoffRow]:
-        return await store.list_handoffs(self.db.conn, limit=limit, project=project)
+    async def list_handoffs(
+        self,
+        *,
+        limit: int = 20,
+        project: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        after: tuple[float, str] | None = None,
+    ) -> list[store.HandoffRow]:
+        """Newest first; ``since`` inclusive, ``until`` exclusive; ``after`` = (ts, session id) of the last row
+        of a previous page."""
+        return await store.list_handoffs(
+            self.db.conn,
+            limit=limit,
+            project=project,
+            since_ts=since.timestamp() if since is not None else None,
+            until_ts=until.timestamp() if until is not None else None,
+            after=after,
+        )
 
     async def forget(self, session_id: str) -> list[str]:
         """Remove a session, its handoff, its subagents, their index entries and mirror files. It stays
@@ -196,69 +208,42 @@ class Eywa:
                 remove_handoff(self.settings.handoffs_dir, sid, date)
         return [sid for sid, _ in removed]
 
-    async def import_dir(self, root: Path) -> ImportReport:
-        """Adopt handoff files (this format or eywa-mcp's) from a folder tree; a file wins over the stored row."""
-        if not root.is_dir():
-            raise SourceUnreadableError(root, "not a folder")
-        report = ImportReport()
-        for path in iter_handoff_files(root):
-            try:
-                h = from_markdown(path.read_text(encoding="utf-8"), path=path)
-            except (HandoffFormatError, UnicodeDecodeError, OSError) as exc:
-                report.rejected.append((str(path), str(exc)))
-                continue
-            if await store.is_forgotten(self.db.conn, h.session_id):
-                report.rejected.append((str(path), f"{h.session_id} was forgotten (macupos memory forget)"))
-                continue
-            if h.source not in {"llm", "fallback", "correction"}:
-                h = replace(h, source="import")
-            markdown = self.redactor(to_markdown(redacted(h, self.redactor.redact_obj)))
-            h = from_markdown(markdown, path=path)  # the stored fields and the index see only redacted text
-            old = await store.get_handoff(self.db.conn, h.session_id)
-            write_handoff(
-                self.settings.handoffs_dir, h.session_id, h.date, markdown, old_date=old.date if old else None
-            )
-            async with self.db.write() as conn:
-                ts = await store.put_handoff(conn, h, markdown=markdown, review="kept")
-                await index.index_handoff(
-                    conn,
-                    session_id=h.session_id,
-                    ts=ts,
-                    projects=h.projects,
-                    keywords=h.keywords,
-                    substance=h.substance,
-                    kind=h.kind.value,
-                )
-                async with conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (h.session_id,)) as cur:
-                    has_transcript = await cur.fetchone() is not None
-                if not has_transcript:
-                    # A handoff-only session: its own text is all there is to recall its details by.
-                    await index.index_content(
-                        conn,
-                        session_id=h.session_id,
-                        kind=h.kind.value,
-                        parent_id=h.parent_id,
-                        body=strip_frontmatter(markdown),
-                    )
-            report.imported += 1
-        return report
+    async def import_dir(self, root: Path, *, batch_files: int = BATCH_FILES) -> ImportReport:
+        """Adopt handoff files (this format or eywa-mcp's) from a folder tree; a file wins over the stored row.
+
+        A file that cannot be adopted (too big, a link, not a handoff, hostile YAML) is reported in
+        ``rejected`` and the rest go on (:mod:`memory.handoff_import`).
+        """
+        return await import_tree(
+            self.db, root, mirror=self.settings.handoffs_dir, redactor=self.redactor, batch_files=batch_files
+        )
 
     async def export_dir(self, root: Path) -> int:
         """Write every handoff as `root/YYYY/MM/DD/<session>.md` (the format `import_dir` reads)."""
         if root.exists() and not root.is_dir():
             raise DestinationError(root, "not a folder")
         n = 0
+        folders: set[Path] = set()
+        async for relpath, markdown in self.handoff_files():
+            path = root / relpath
+            try:
+                # One fsync per folder at the end, not two per file: an export is written in one go.
+                write_atomic(path, markdown, sync=False)
+            except OSError as exc:
+                raise DestinationError(path, exc.strerror or str(exc)) from exc
+            folders.add(path.parent)
+            n += 1
+        sync_folders(root, folders)
+        return n
+
+    async def handoff_files(self) -> AsyncIterator[tuple[Path, str]]:
+        """Every handoff as (its path in a handoff tree, `YYYY/MM/DD/<session>.md`, and its markdown), oldest
+        first: what `export_dir` writes, for writers of other containers (a tar stream)."""
         async with self.db.conn.execute(
             "SELECT session_id, date, markdown FROM handoffs ORDER BY ts, session_id"
         ) as cur:
             async for sid, date, markdown in cur:
-                path = root / handoff_relpath(str(sid), str(date))
-                try:
-                    write_atomic(path, str(markdown))
-                except OSError as exc:
-                    raise DestinationError(path, exc.strerror or str(exc)) from exc
-                n += 1
-        return n
+                yield handoff_relpath(str(sid), str(date)), str(markdown)
 
     async def stats(self) -> dict[str, Any]:
         conn = self.db.conn

@@ -7,9 +7,10 @@ are skipped; a bare string in a block list is text.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
-from memory.jsonl import TextClipper
+from memory.jsonl import DEEP, TextClipper
 from memory.models import Block, BlockKind
 
 __all__ = ["agent_of", "blocks_of", "is_meta", "str_field", "system_text", "text_block"]
@@ -47,7 +48,12 @@ def _flatten(content: Any) -> str:
                 elif item.get("type") in ("image", "document"):
                     parts.append(f"[{item['type']}]")
         return "\n".join(parts)
-    return "" if content is None else json.dumps(content, sort_keys=True, ensure_ascii=False)
+    if content is None:
+        return ""
+    try:
+        return json.dumps(content, sort_keys=True, ensure_ascii=False)
+    except RecursionError:  # the encoder recurses per level
+        return DEEP
 
 
 def _media(block: dict[str, Any]) -> str:
@@ -115,8 +121,9 @@ def system_text(rec: dict[str, Any]) -> str:
     """What a system line says: its content, else the number its subtype carries (turn ms, API retry)."""
     if str_field(rec, "content"):
         return str_field(rec, "content")
-    if isinstance(rec.get("durationMs"), int | float):
-        return str(int(rec["durationMs"]))  # turn_duration: milliseconds, the renderer formats them
+    duration = rec.get("durationMs")
+    if isinstance(duration, int | float) and not isinstance(duration, bool) and math.isfinite(duration):
+        return str(int(duration))  # turn_duration: milliseconds, the renderer formats them
     error = rec.get("error")
     if isinstance(error, dict) and str_field(error, "message"):
         return str_field(error, "message")

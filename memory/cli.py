@@ -13,6 +13,7 @@ from typing import Any, ParamSpec, TypeVar
 import click
 
 from memory.clitypes import DAYS, ISO_INSTANT, folder_argument, parse_instant, run_command, settings_of
+from memory.jsonl import without_lone_surrogates
 from memory.render import zone
 from memory.retrieval import check_days_back
 
@@ -173,22 +174,8 @@ async def get_cmd(
                 "--project, --days-back or --as-of with it"
             )
         for n, line in enumerate(queries, 1):
-            if not line.strip():
-                continue
-            try:
-                spec = _query_spec(json.loads(line), max_k)
-            except (ValueError, OverflowError) as exc:  # OverflowError: a number too large for a float
-                click.echo(json.dumps({"line": n, "error": f"invalid query line: {exc}"}))
-                continue
-            g = await eywa.get(
-                spec["query"],
-                project=spec["project"],
-                days_back=spec["days_back"],
-                max_handoffs=spec["max"],
-                as_of=spec["as_of"],
-            )
-            results = [_result_json(r, explain) for r in g.results]
-            click.echo(json.dumps({"query": spec["query"], "results": results}))
+            if line.strip():
+                click.echo(json.dumps(await _answer_query_line(eywa, n, line, max_k, explain)))
         return
     g = await eywa.get(query, project=project, days_back=days_back, max_handoffs=max_k, as_of=as_of)
     if as_json:
@@ -197,6 +184,24 @@ async def get_cmd(
         click.echo(explain_text(g.results))
     else:
         click.echo(g.text)
+
+
+async def _answer_query_line(eywa: Any, n: int, line: str, default_max: int, explain: bool) -> dict[str, Any]:
+    """One --queries line's output object: its results, or an error naming the line (never an exception)."""
+    try:
+        spec = _query_spec(without_lone_surrogates(json.loads(line)), default_max)
+    except (ValueError, OverflowError) as exc:  # OverflowError: a number too large for a float
+        return {"line": n, "error": f"invalid query line: {exc}"}
+    except RecursionError:  # the JSON decoder recurses per level
+        return {"line": n, "error": "invalid query line: nested too deeply"}
+    g = await eywa.get(
+        spec["query"],
+        project=spec["project"],
+        days_back=spec["days_back"],
+        max_handoffs=spec["max"],
+        as_of=spec["as_of"],
+    )
+    return {"query": spec["query"], "results": [_result_json(r, explain) for r in g.results]}
 
 
 def _query_spec(spec: Any, default_max: int) -> dict[str, Any]:
@@ -383,6 +388,11 @@ from memory.facts.cli import facts_group, rebuild_cmd, script_cmd  # noqa: E402
 memory_group.add_command(script_cmd)
 memory_group.add_command(rebuild_cmd)
 memory_group.add_command(facts_group)
+
+# The way out of a damaged database: `recover`.
+from memory.cli_recover import recover_cmd  # noqa: E402
+
+memory_group.add_command(recover_cmd)
 
 # Claude Code integration: `hooks install|uninstall`, `hook` (what the hooks call) and `mcp`.
 from memory.cli_claude import hook_cmd, hooks_group, mcp_cmd  # noqa: E402

@@ -4,23 +4,27 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from memory.errors import MemoryStoreError
+from memory.errors import MemoryStoreError, StorageError
 from memory.retrieval import check_days_back
 from memory.settings import MemorySettings
+from memory.storage_faults import os_fault
+from memory.timeutil import parse_iso
 
 R = TypeVar("R")
 
 __all__ = [
     "DAYS",
+    "EXIT_STORAGE",
     "HOME_KEY",
     "ISO_INSTANT",
     "SETTINGS_ERROR_KEY",
+    "StorageFaultExit",
     "folder_argument",
     "parse_instant",
     "run_command",
@@ -30,8 +34,7 @@ __all__ = [
 
 def parse_instant(value: str) -> datetime:
     """An ISO-8601 time ("Z" allowed); a naive one is taken as UTC. ValueError when it is not one."""
-    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return parse_iso(value)
 
 
 class _IsoInstant(click.ParamType[datetime]):
@@ -85,9 +88,32 @@ def settings_of(ctx: click.Context) -> MemorySettings:
     return obj
 
 
+# Exit statuses (docs/exit-codes.md): 0 done, 1 the command failed, 2 a usage mistake (click's),
+# 3 a storage fault — the file cannot be used as it is until the owner acts (space, permissions, recover).
+EXIT_STORAGE = 3
+
+
+class StorageFaultExit(click.ClickException):
+    """A storage fault as one ``Error:`` line (the file, what is wrong, the way out) and exit status 3."""
+
+    exit_code = EXIT_STORAGE
+
+    def __init__(self, fault: StorageError, prefix: str = "") -> None:
+        super().__init__(f"{prefix}{fault}")
+        self.fault = fault
+
+
 def run_command(coro: Coroutine[Any, Any, R]) -> R:
     """Run one command's coroutine; a memory error becomes a clear CLI error, never a traceback."""
     try:
         return asyncio.run(coro)
+    except StorageError as exc:
+        raise StorageFaultExit(exc) from exc
     except MemoryStoreError as exc:
         raise click.ClickException(str(exc)) from exc
+    except OSError as exc:  # a file the command writes itself (a mirror file on a full disk, say)
+        fault = os_fault(exc)
+        if fault is not None:
+            raise StorageFaultExit(fault) from exc
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise click.ClickException(f"{where}{exc.strerror or exc}") from exc

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memory.jsonl import ReadStats, TextClipper, identity, iter_json_lines
+from memory.jsonl import ReadStats, TextClipper, identity, iter_json_lines, type_name
 from memory.models import Block, BlockKind, Entry, SessionKind, Transcript
 
 __all__ = ["parse_codex_file"]
@@ -68,7 +68,7 @@ def _output_text(output: Any) -> tuple[str, bool]:
         if stripped.startswith("{"):
             try:
                 decoded = json.loads(output)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 return output, False
             if isinstance(decoded, dict) and isinstance(decoded.get("output"), str):
                 meta = decoded.get("metadata")
@@ -101,6 +101,8 @@ class _Rollout:
     def feed(self, rec: dict[str, Any], line_no: int) -> None:
         kind = rec.get("type")
         payload = rec.get("payload")
+        if not isinstance(kind, str):  # a list or object where the name belongs: an unknown kind, never a crash
+            kind = type_name(kind) if kind else None
         if payload is None and "type" in rec and kind in _RESPONSE_TYPES:
             kind, payload = "response_item", rec  # legacy: bare response items
         elif payload is None and "type" not in rec and "id" in rec:
@@ -110,7 +112,7 @@ class _Rollout:
             self.first_ts = min(self.first_ts or ts, ts)
             self.last_ts = max(self.last_ts, ts)
         if not isinstance(payload, dict):
-            self.skipped[str(kind or rec.get("record_type") or "(no type)")] += 1
+            self.skipped[type_name(kind or rec.get("record_type"))] += 1
             return
         if kind == "session_meta":
             self._session_meta(payload)
@@ -129,7 +131,7 @@ class _Rollout:
             block = self.text_block(BlockKind.TEXT, text)
             self.entries.append(Entry("user", ts, (block,), line_no=line_no, is_compact_summary=True))
         else:
-            self.skipped[str(kind or "(no type)")] += 1
+            self.skipped[type_name(kind)] += 1
 
     def _session_meta(self, p: dict[str, Any]) -> None:
         for src, dst in (("id", "id"), ("cwd", "cwd"), ("cli_version", "version"), ("timestamp", "started")):
@@ -168,7 +170,7 @@ class _Rollout:
                 Block(BlockKind.TOOL_RESULT, clipped, tool_id=_s(p, "call_id"), is_error=is_error, truncated_chars=cut),
             )
         else:
-            self.skipped[f"response_item/{kind}"] += 1
+            self.skipped[f"response_item/{type_name(kind)}"] += 1
             return
         if blocks:
             self.entries.append(Entry(role, ts, blocks, line_no=line_no, subtype=subtype, is_meta=meta))
@@ -180,7 +182,7 @@ class _Rollout:
         if kind == "function_call":
             try:
                 raw = json.loads(_s(p, "arguments") or "{}")
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # kept as the text it is
                 raw = _s(p, "arguments")
             if not isinstance(raw, dict):
                 raw = {"arguments": raw}
@@ -230,7 +232,10 @@ def parse_codex_file(
     rollout = _Rollout(TextClipper(redact, tool_output_limit))
     with path.open("rb") as fh:
         for line in iter_json_lines(fh, reader):
-            rollout.feed(line.obj, line.line_no)
+            try:
+                rollout.feed(line.obj, line.line_no)
+            except RecursionError:  # a value nested too deep for the walks that clip it: this line only
+                reader.problem(line.line_no, "json nested too deeply")
     entries = rollout.entries
     used_events = not rollout.has_messages and bool(rollout.events)
     if used_events:

@@ -3,6 +3,10 @@
 WAL lets readers run beside the one writer; ``BEGIN IMMEDIATE`` takes the write lock up front so two
 writers never deadlock on a lock upgrade; the busy timeout plus a bounded retry keeps "database is
 locked" from reaching callers while another process holds the lock for a moment.
+
+Every statement, on either connection, turns a storage fault (damaged pages, a full disk, a read-only
+file, an I/O error) into a typed :class:`~memory.errors.StorageError` naming this file and the way out,
+so no caller ever sees a bare ``sqlite3.DatabaseError`` for one.
 """
 
 from __future__ import annotations
@@ -15,18 +19,21 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import aiosqlite
 
 from memory.errors import (
+    MEMORY_RECOVER_WAY_OUT,
     DatabaseLockedError,
     ForeignDatabaseError,
-    MemoryStoreError,
     NotADatabaseError,
     SchemaTooNewError,
+    StorageError,
+    StorageIOError,
 )
 from memory.migrations import MIGRATIONS
+from memory.storage_faults import is_busy, is_readonly, os_fault, sqlite_fault
 
 __all__ = ["SCHEMA_VERSION", "Database"]
 
@@ -37,23 +44,54 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _T = TypeVar("_T")
 
 
-def _check_file(path: Path) -> None:
+def _corrupt_way_out(path: Path, migrations: Sequence[str]) -> str:
+    """Only the memory database can be rebuilt from its mirror; another package's file is moved aside."""
+    if tuple(migrations) == MIGRATIONS:
+        return MEMORY_RECOVER_WAY_OUT
+    return f"stop Macupos, move {path} aside (a fresh one is made on the next start), then start it again"
+
+
+def _check_file(path: Path, way_out: str) -> None:
     if not path.exists():
         return
+    way_out_or_default = None if way_out == MEMORY_RECOVER_WAY_OUT else way_out
     if path.is_dir():
-        raise NotADatabaseError(path)
+        raise NotADatabaseError(path, way_out_or_default)
     try:
         with path.open("rb") as fh:
             head = fh.read(len(_SQLITE_MAGIC))
     except OSError as exc:
-        raise MemoryStoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise _os_fault(path, exc) from exc
     if head and head != _SQLITE_MAGIC:
-        raise NotADatabaseError(path)
+        raise NotADatabaseError(path, way_out_or_default)
 
 
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    msg = str(exc).lower()
-    return "locked" in msg or "busy" in msg
+def _os_fault(path: Path, exc: OSError) -> StorageError:
+    """An OS error on the database file; one no errno names (EACCES…) is an I/O error of that file."""
+    return os_fault(exc, path) or StorageIOError(path, exc.strerror or str(exc))
+
+
+class _Connection(aiosqlite.Connection):
+    """aiosqlite's connection, with every call's storage fault turned into a typed StorageError.
+
+    ``_execute`` is the one funnel every statement, fetch, commit and rollback of aiosqlite (its cursors
+    too) goes through; overriding it types the faults of code that uses ``Database.conn`` directly.
+    """
+
+    def __init__(
+        self, connector: Callable[[], sqlite3.Connection], fault: Callable[[sqlite3.Error], StorageError | None]
+    ) -> None:
+        super().__init__(connector, 64)  # 64: aiosqlite.connect's iteration chunk
+        self.fault = fault
+
+    async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super()._execute(fn, *args, **kwargs)  # type: ignore[no-untyped-call]
+        except sqlite3.Error as exc:
+            fault = self.fault(exc)
+            if fault is None:
+                raise
+            raise fault from exc
 
 
 class Database:
@@ -65,47 +103,64 @@ class Database:
     ) -> None:
         self.path = path
         self._migrations = tuple(migrations)
+        self._corrupt_way_out = _corrupt_way_out(path, migrations)
         self.conn = conn
         self._busy_timeout_s = busy_timeout_ms / 1000
         # A reader waits only while another process recovers the WAL (moments): never block the caller long.
         self._read_timeout_s = min(self._busy_timeout_s, 2.0)
         self._write_lock = asyncio.Lock()
         self._read_conn: sqlite3.Connection | None = None
+        self._sync_conn: sqlite3.Connection | None = None  # write_sync's, used by one worker thread at a time
+        self.last_fault: StorageError | None = None
 
     @classmethod
     async def open(
         cls, path: Path, *, busy_timeout_ms: int = 30_000, migrations: Sequence[str] = MIGRATIONS
     ) -> Database:
-        """Open (creating if needed) and migrate. Other packages pass their own `migrations` for their own file."""
-        _check_file(path)
+        """Open (creating if needed) and migrate. Other packages pass their own `migrations` for their own file.
+
+        A storage fault raises its :class:`~memory.errors.StorageError`; so does any later statement.
+        """
+        _check_file(path, _corrupt_way_out(path, migrations))
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise MemoryStoreError(f"cannot create {path.parent}: {exc.strerror or exc}") from exc
+            raise _os_fault(path.parent, exc) from exc
+
+        def connector() -> sqlite3.Connection:
+            return sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None)
+
+        conn = _Connection(connector, lambda exc: sqlite_fault(path, exc))
         try:
-            conn = await aiosqlite.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None)
+            await conn
         except sqlite3.Error as exc:
-            raise MemoryStoreError(f"cannot open {path}: {exc}") from exc
+            raise sqlite_fault(path, exc) or StorageIOError(path, str(exc)) from exc
         db = cls(path, conn, busy_timeout_ms, migrations)
+        conn.fault = db.fault_of
         try:
             await db._refuse_foreign()  # before _configure: not even the journal mode of another's file changes
             await db._configure()
             await db._migrate()
-        except sqlite3.DatabaseError as exc:
-            await conn.close()
-            if "not a database" in str(exc) or "malformed" in str(exc):
-                raise NotADatabaseError(path) from exc
-            raise MemoryStoreError(f"cannot open {path}: {exc}") from exc
         except BaseException:
-            await conn.close()
+            with contextlib.suppress(sqlite3.Error, StorageError):
+                await conn.close()
             raise
         return db
 
+    def fault_of(self, exc: sqlite3.Error) -> StorageError | None:
+        """The typed storage fault ``exc`` is for this file, or None when it is none; the last one is kept
+        in :attr:`last_fault` (a long-running process tells its user once, then carries on without it)."""
+        fault = sqlite_fault(self.path, exc, corrupt_way_out=self._corrupt_way_out)
+        if fault is not None:
+            self.last_fault = fault
+        return fault
+
     async def close(self) -> None:
         try:
-            if self._read_conn is not None:
-                self._read_conn.close()
-                self._read_conn = None
+            for extra in (self._read_conn, self._sync_conn):
+                if extra is not None:
+                    extra.close()
+            self._read_conn = self._sync_conn = None
         finally:
             await self.conn.close()
 
@@ -119,23 +174,30 @@ class Database:
         the writer (it sees what is committed) and a reader is never kept waiting by one. ``fn`` must only
         read and should be quick.
         """
-        conn = self._read_conn
-        if conn is None:
-            try:
+        try:
+            conn = self._read_conn
+            if conn is None:
                 conn = sqlite3.connect(
                     self.path, timeout=self._read_timeout_s, isolation_level=None, check_same_thread=False
                 )
+                self._read_conn = conn
                 conn.execute("PRAGMA query_only = ON")
                 # Index pages are read at random: map the file rather than copy each page through read().
                 conn.execute("PRAGMA mmap_size = 268435456")
-            except sqlite3.Error as exc:
-                raise MemoryStoreError(f"cannot open {self.path}: {exc}") from exc
-            self._read_conn = conn
-        conn.execute("BEGIN")
-        try:
-            return fn(conn)
-        finally:
-            conn.execute("COMMIT")
+            conn.execute("BEGIN")
+            try:
+                return fn(conn)
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            # A write on this query_only connection is the caller's mistake, not a read-only file.
+            if is_readonly(exc):
+                raise
+            fault = self.fault_of(exc)
+            if fault is None:
+                raise
+            raise fault from exc
 
     async def _configure(self) -> None:
         conn = self.conn
@@ -190,7 +252,7 @@ class Database:
             try:
                 await asyncio.shield(begin)
             except asyncio.CancelledError:
-                with contextlib.suppress(sqlite3.Error, DatabaseLockedError):
+                with contextlib.suppress(sqlite3.Error, StorageError):
                     await begin
                 if self.conn.in_transaction:
                     await asyncio.shield(self.conn.rollback())
@@ -198,10 +260,80 @@ class Database:
             try:
                 yield self.conn
             except BaseException:
-                await asyncio.shield(self.conn.rollback())
+                await self._rollback_quietly()
                 raise
             else:
                 await asyncio.shield(self._commit())
+
+    async def _rollback_quietly(self) -> None:
+        """Roll back after an error; a rollback that fails too (a vanished disk) must not hide the first error."""
+        try:
+            await asyncio.shield(self.conn.rollback())
+        except (sqlite3.Error, StorageError) as exc:
+            logger.warning("rollback on %s failed: %s", self.path, exc)
+
+    async def write_sync(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``fn`` in one write transaction (BEGIN IMMEDIATE … COMMIT, rolled back if it raises) on a plain
+        sqlite3 connection, in a worker thread.
+
+        For bulk writers (``memory import``): through aiosqlite every statement is a thread hop, which costs
+        more than a small statement; here a whole batch is one. The write lock serialises it with
+        :meth:`write`. A cancelled caller still waits for the thread to commit or roll back.
+        """
+        async with self._write_lock:
+            work = asyncio.ensure_future(asyncio.to_thread(self._write_in_thread, fn))
+            try:
+                return await asyncio.shield(work)
+            except asyncio.CancelledError:
+                while not work.done():  # the connection is not let go while its thread still writes
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await asyncio.wait({work})
+                raise
+
+    def _write_in_thread(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        try:
+            conn = self._sync_conn
+            if conn is None:
+                conn = sqlite3.connect(
+                    self.path, timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False
+                )
+                self._sync_conn = conn
+                for pragma in ("synchronous = NORMAL", "foreign_keys = ON", "temp_store = MEMORY"):
+                    conn.execute(f"PRAGMA {pragma}")  # as _configure sets them on the main connection
+            self._retrying_sync(conn, "BEGIN IMMEDIATE")
+            try:
+                out = fn(conn)
+                self._retrying_sync(conn, "COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.Error as exc:  # must not hide the first error
+                        logger.warning("rollback on %s failed: %s", self.path, exc)
+                raise
+            return out
+        except sqlite3.Error as exc:
+            fault = self.fault_of(exc)
+            if fault is None:
+                raise
+            raise fault from exc
+
+    def _retrying_sync(self, conn: sqlite3.Connection, sql: str) -> None:
+        # As _retrying, on a worker thread: sqlite's busy handler waited already; this covers the rest.
+        started = time.monotonic()
+        delay = 0.01
+        while True:
+            try:
+                conn.execute(sql)
+                return
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc):
+                    raise
+                waited = time.monotonic() - started
+                if waited >= self._busy_timeout_s:
+                    raise DatabaseLockedError(self.path, waited) from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
 
     async def _begin_immediate(self) -> None:
         await self._retrying("BEGIN IMMEDIATE")
@@ -216,7 +348,7 @@ class Database:
                 await self.conn.execute(sql)
                 return
             except sqlite3.OperationalError as exc:
-                if not _is_busy(exc):
+                if not is_busy(exc):
                     raise
                 waited = time.monotonic() - started
                 if waited >= self._busy_timeout_s:
@@ -232,7 +364,7 @@ class Database:
                 await self.conn.commit()
                 return
             except sqlite3.OperationalError as exc:
-                if not _is_busy(exc):
+                if not is_busy(exc):
                     raise
                 waited = time.monotonic() - started
                 if waited >= self._busy_timeout_s:

@@ -3,20 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
 
 __all__ = [
+    "MEMORY_RECOVER_WAY_OUT",
+    "RECOVER_COMMAND",
+    "DatabaseCorruptError",
     "DatabaseLockedError",
     "DestinationError",
+    "DiskFullError",
     "ExtractionError",
     "ForeignDatabaseError",
     "HandoffFormatError",
     "MemoryStoreError",
     "NotADatabaseError",
+    "ReadOnlyStorageError",
     "SchemaTooNewError",
     "SessionNotFoundError",
     "SettingsError",
     "SourceUnreadableError",
+    "StorageError",
+    "StorageFault",
+    "StorageIOError",
     "SyncConflictError",
     "SyncError",
     "SyncRefusedError",
@@ -28,20 +37,114 @@ class MemoryStoreError(Exception):
     """Base of every error the memory core raises on purpose."""
 
 
-class NotADatabaseError(MemoryStoreError):
-    def __init__(self, path: Path) -> None:
-        super().__init__(f"{path} is not a Macupos memory database (not SQLite, or damaged)")
+RECOVER_COMMAND = "macupos memory recover"
+
+
+class StorageFault(StrEnum):
+    """What is wrong with a storage file; each kind has its own way out."""
+
+    CORRUPT = "corrupt"  # damaged pages, or a file that is no database at all
+    FOREIGN = "foreign"  # another program's SQLite file where ours should be
+    FULL = "full"  # no room to write: the disk, a quota, or the process's file-size limit
+    READONLY = "readonly"  # the file or its folder cannot be written
+    IOERROR = "ioerror"  # the operating system failed a read or write, or the file cannot be opened
+    LOCKED = "locked"  # another process kept the write lock past the busy timeout
+
+
+class StorageError(MemoryStoreError):
+    """A storage file cannot be used as it is. ``str()`` is one line: the file, what is wrong, the way out.
+
+    Raised from :mod:`memory.db`'s classification of SQLite's error codes (and of OS errors); the CLI
+    exits with status 3 for every one of them, the MCP server answers it as a tool error, the bot says it
+    once per chat and keeps serving what needs no memory.
+    """
+
+    def __init__(self, path: Path, kind: StorageFault, problem: str, way_out: str) -> None:
+        super().__init__(f"{problem}. Way out: {way_out}")
         self.path = path
+        self.kind = kind
+        self.problem = problem
+        self.way_out = way_out
+
+
+MEMORY_RECOVER_WAY_OUT = (
+    f"stop the bot, then run `{RECOVER_COMMAND}`: it moves the damaged file aside and rebuilds memory from the "
+    "readable handoffs/ mirror and the transcripts"
+)
+
+
+class DatabaseCorruptError(StorageError):
+    """Damaged pages. ``way_out`` defaults to the memory database's (other files name their own)."""
+
+    def __init__(self, path: Path, detail: str, way_out: str = MEMORY_RECOVER_WAY_OUT) -> None:
+        super().__init__(path, StorageFault.CORRUPT, f"{path} is damaged ({detail})", way_out)
+        self.detail = detail
+
+
+class NotADatabaseError(StorageError):
+    """Not SQLite at all, or a damaged header. ``way_out`` defaults to the memory database's."""
+
+    def __init__(self, path: Path, way_out: str | None = None) -> None:
+        super().__init__(
+            path,
+            StorageFault.CORRUPT,
+            f"{path} is not a Macupos memory database (not SQLite, or damaged)",
+            way_out
+            or f"if it held Macupos memory, `{RECOVER_COMMAND}` moves it aside and rebuilds memory from the "
+            "handoffs/ mirror; otherwise set MACUPOS_HOME to another folder",
+        )
 
 
 class ForeignDatabaseError(NotADatabaseError):
     """An SQLite file of another program where ours should be: it is left exactly as it is."""
 
     def __init__(self, path: Path) -> None:
-        MemoryStoreError.__init__(
-            self, f"{path} is an SQLite database of another program (tables, but no Macupos schema): left untouched"
+        StorageError.__init__(
+            self,
+            path,
+            StorageFault.FOREIGN,
+            f"{path} is an SQLite database of another program (tables, but no Macupos schema): left untouched",
+            "set MACUPOS_HOME to another folder, or move that file where its program expects it",
         )
-        self.path = path
+
+
+class DiskFullError(StorageError):
+    def __init__(self, path: Path, detail: str, *, limit_bytes: int | None = None) -> None:
+        if limit_bytes is not None:
+            problem = f"cannot write to {path}: it reached this process's file-size limit of {limit_bytes} bytes"
+            way_out = "raise the limit (ulimit -f) and run the command again; nothing committed was lost"
+        else:
+            problem = f"cannot write to {path}: no space left on the disk ({detail})"
+            way_out = f"free space on the disk that holds {path.parent}, then run the command again"
+            way_out += "; nothing committed was lost"
+        super().__init__(path, StorageFault.FULL, problem, way_out)
+        self.detail = detail
+        self.limit_bytes = limit_bytes
+
+
+class ReadOnlyStorageError(StorageError):
+    def __init__(self, path: Path, detail: str) -> None:
+        super().__init__(
+            path,
+            StorageFault.READONLY,
+            f"cannot write to {path}: it is read-only ({detail})",
+            f"make {path} and its folder writable by this user (ls -l {path.parent}), then run the command "
+            "again; reading memory still works",
+        )
+        self.detail = detail
+
+
+class StorageIOError(StorageError):
+    def __init__(self, path: Path, detail: str) -> None:
+        super().__init__(
+            path,
+            StorageFault.IOERROR,
+            f"I/O error on {path} ({detail})",
+            f"check that {path.parent} is mounted and that {path.name} and its -wal and -shm files there are "
+            "regular files this user can read and write (the kernel log names failing disks); then run "
+            "`macupos doctor`",
+        )
+        self.detail = detail
 
 
 class SchemaTooNewError(MemoryStoreError):
@@ -55,10 +158,14 @@ class SchemaTooNewError(MemoryStoreError):
         self.supported = supported
 
 
-class DatabaseLockedError(MemoryStoreError):
+class DatabaseLockedError(StorageError):
     def __init__(self, path: Path, waited_s: float) -> None:
-        super().__init__(f"{path} stayed locked by another writer for {waited_s:.1f}s")
-        self.path = path
+        super().__init__(
+            path,
+            StorageFault.LOCKED,
+            f"{path} stayed locked by another writer for {waited_s:.1f}s",
+            "wait for the other Macupos process (a long ingest?) to finish, or stop it, then run the command again",
+        )
         self.waited_s = waited_s
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from memory.handoff_format import normalize_keyword
 from memory.models import BlockKind, Entry, Handoff, SessionKind, Transcript
 from memory.redact import MARKER_RE
+from memory.timeutil import parse_iso
 
 __all__ = ["base_handoff", "extract_fallback", "user_requests"]
 
@@ -119,11 +120,9 @@ def _parse_ts(value: str) -> dt.datetime | None:
     if not value:
         return None
     try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        parsed = parse_iso(value)
     except ValueError:
         return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.UTC)
     return parsed.astimezone(dt.UTC).replace(microsecond=0)
 
 

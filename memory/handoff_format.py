@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from memory import safe_yaml
 from memory.errors import HandoffFormatError
 from memory.models import Handoff, SessionKind
 
@@ -80,9 +81,10 @@ _EMPTY_MARKERS = frozenset({"none", "none.", "n/a", "-", "no meaningful work.", 
 _FRONTMATTER = re.compile(r"\A\ufeff?\s*---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
 _DATE_DIRS = re.compile(r"(\d{4})/(\d{2})/(\d{2})/[^/]+$")
-_DURATION = re.compile(
-    r"^\s*(?:(\d+(?:\.\d+)?)\s*h(?:ours?|rs?)?)?\s*(?:(\d+(?:\.\d+)?)\s*(?:m|min|mins|minutes?)?)?\s*$"
-)
+# Matched against stripped text: three `\s*` in a row (before, between and after the parts) made the
+# regex backtrack cubically, an hour for a quoted duration of 2,000 spaces and a letter.
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)\s*h(?:ours?|rs?)?)?\s*(?:(\d+(?:\.\d+)?)\s*(?:m|min|mins|minutes?)?)?$")
+_MAX_DURATION_CHARS = 40  # "12 hours 30 minutes" and the like; anything longer is not a duration
 
 
 def normalize_keyword(s: str) -> str:
@@ -113,8 +115,7 @@ def to_markdown(h: Handoff) -> str:
         parent_id=h.parent_id,
         source=h.source,
     )
-    yaml_text = yaml.safe_dump(front, sort_keys=True, allow_unicode=True, default_flow_style=False, width=10_000)
-    parts = [f"---\n{yaml_text}---\n", f"# {_one_line(h.headline)}\n"]
+    parts = [f"---\n{safe_yaml.dump(front)}---\n", f"# {_one_line(h.headline)}\n"]
     preamble = str(h.extra.get(PREAMBLE_KEY) or "").strip()
     if preamble:
         parts.append(f"{preamble}\n")
@@ -173,7 +174,9 @@ def from_markdown(text: str, *, path: Path | None = None, default_date: str | No
     if m is None:
         raise HandoffFormatError(path, "no YAML frontmatter (a file must start with '---')")
     try:
-        loaded = yaml.safe_load(m.group(1))
+        loaded = safe_yaml.load(m.group(1))  # plain data only: no aliases, tags or deep nesting
+    except safe_yaml.StrictYamlError as exc:
+        raise HandoffFormatError(path, f"refused YAML frontmatter: {exc}") from exc
     except yaml.YAMLError as exc:
         raise HandoffFormatError(path, f"invalid YAML frontmatter: {exc}") from exc
     if loaded is None:
@@ -204,7 +207,7 @@ def from_markdown(text: str, *, path: Path | None = None, default_date: str | No
     try:
         kind = SessionKind(_text(front.get("kind")) or SessionKind.MAIN.value)
     except ValueError as exc:
-        raise HandoffFormatError(path, f"unknown kind {front.get('kind')!r}") from exc
+        raise HandoffFormatError(path, f"unknown kind {_shown(front.get('kind'))}") from exc
     return Handoff(
         session_id=session_id,
         date=date,
@@ -328,6 +331,12 @@ def _section_items(text: str) -> list[str]:
     return [j for j in joined if j and j.lower() not in _EMPTY_MARKERS]
 
 
+def _shown(value: Any) -> str:
+    """A value for an error message: its repr, cut short (a hostile file's value can be a megabyte)."""
+    shown = repr(value)
+    return shown if len(shown) <= 60 else f"{shown[:57]}..."
+
+
 def _text(value: Any) -> str:
     if value is None:
         return ""
@@ -354,12 +363,13 @@ def _duration(value: Any, path: Path | None) -> float:
     if value is None or value == "":
         return 0.0
     if isinstance(value, bool):
-        raise HandoffFormatError(path, f"invalid duration {value!r}")
+        raise HandoffFormatError(path, f"invalid duration {_shown(value)}")
     if isinstance(value, int | float):
         return float(value)
-    m = _DURATION.match(str(value).lower())
+    text = str(value).strip().lower()
+    m = _DURATION.match(text) if len(text) <= _MAX_DURATION_CHARS else None
     if m is None or not (m.group(1) or m.group(2)):
-        raise HandoffFormatError(path, f"invalid duration {value!r}")
+        raise HandoffFormatError(path, f"invalid duration {_shown(value)}")
     return float(m.group(1) or 0) * 60 + float(m.group(2) or 0)
 
 
@@ -369,7 +379,7 @@ def _substance(value: Any, path: Path | None) -> int:
     try:
         n = int(str(value).strip())
     except ValueError as exc:
-        raise HandoffFormatError(path, f"invalid substance {value!r}") from exc
+        raise HandoffFormatError(path, f"invalid substance {_shown(value)}") from exc
     if n not in (0, 1, 2):
         raise HandoffFormatError(path, f"substance must be 0, 1 or 2, not {n}")
     return n

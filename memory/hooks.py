@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shlex
 import sqlite3
 import subprocess
-import tempfile
 import time
 import traceback
 from collections.abc import Mapping, Sequence
@@ -23,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memory.errors import MemoryStoreError
+from memory.fsutil import write_atomic
 from memory.handoff_format import normalize_keyword
 from memory.settings import MemorySettings
 
@@ -197,24 +196,6 @@ def _backup(path: Path) -> Path:
     return backup
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    # A settings.json that is a link (a dotfiles repo) is written where it points: the link stays a link.
-    path = path.resolve() if path.is_symlink() else path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _apply(settings_path: Path, command: Sequence[str] | None) -> InstallResult:
     data, original = _read_settings(settings_path)
     merged, touched = _merged(data, command)
@@ -222,7 +203,9 @@ def _apply(settings_path: Path, command: Sequence[str] | None) -> InstallResult:
         return InstallResult(settings_path, changed=False, backup=None)
     try:
         backup = _backup(settings_path) if original is not None else None
-        _write_atomic(settings_path, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
+        # A settings.json that is a link (a dotfiles repo) stays a link; a private one stays private.
+        text = json.dumps(merged, indent=2, ensure_ascii=False) + "\n"
+        write_atomic(settings_path, text, keep_mode=True, follow_symlink=True)
     except OSError as exc:
         raise HookSettingsError(settings_path, f"cannot write: {exc.strerror or exc}") from exc
     if command is None:

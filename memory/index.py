@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 import aiosqlite
 
+from memory.sqlsteps import Op, Steps, run_async
 from memory.tokenize import keyword_terms, project_terms
 
 __all__ = [
@@ -37,7 +38,9 @@ __all__ = [
     "date_words",
     "handoff_terms",
     "index_content",
+    "index_content_steps",
     "index_handoff",
+    "index_handoff_steps",
     "unindex",
     "unindex_content",
 ]
@@ -74,18 +77,42 @@ async def index_handoff(
 
     ``duration_min`` defaults to the stored handoff row's: write the row first, then index it.
     """
+    await run_async(
+        conn,
+        index_handoff_steps(
+            session_id=session_id,
+            ts=ts,
+            projects=projects,
+            keywords=keywords,
+            substance=substance,
+            kind=kind,
+            duration_min=duration_min,
+        ),
+    )
+
+
+def index_handoff_steps(
+    *,
+    session_id: str,
+    ts: float,
+    projects: Sequence[str],
+    keywords: Sequence[str],
+    substance: int,
+    kind: str,
+    duration_min: float | None = None,
+) -> Steps[None]:
+    """:func:`index_handoff` as statements (:mod:`memory.sqlsteps`), for either kind of connection."""
     if kind not in INDEXED_KINDS or substance < 1:
-        await _replace(conn, session_id, set())
+        yield from _replace(session_id, set())
         return
     if duration_min is None:
-        async with conn.execute("SELECT duration_min FROM handoffs WHERE session_id = ?", (session_id,)) as cur:
-            found = await cur.fetchone()
+        found = yield Op.row("SELECT duration_min FROM handoffs WHERE session_id = ?", (session_id,))
         duration_min = float(found[0]) if found else 0.0
     dur = max(0.0, duration_min)
     rows: set[_Row] = {(f, t, ts, dur) for f, t in handoff_terms(projects, keywords)}
     rows.add((FIELD_DOC, "", ts, dur))
-    await _replace(conn, session_id, rows)
-    await conn.executemany(
+    yield from _replace(session_id, rows)
+    yield Op.many(
         "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET "
         "value = MAX(CAST(value AS REAL), CAST(excluded.value AS REAL))",
         [("max_duration_min", repr(dur))],
@@ -94,25 +121,25 @@ async def index_handoff(
 
 async def unindex(conn: aiosqlite.Connection, session_id: str) -> None:
     """Remove a handoff from the posting lists (no-op when it was not posted)."""
-    await _replace(conn, session_id, set())
+    await run_async(conn, _replace(session_id, set()))
 
 
-async def _replace(conn: aiosqlite.Connection, session_id: str, new: set[_Row]) -> None:
-    async with conn.execute("SELECT field, term, ts, dur FROM postings WHERE session_id = ?", (session_id,)) as cur:
-        old: set[_Row] = {(int(f), str(t), float(ts), float(d)) for f, t, ts, d in await cur.fetchall()}
+def _replace(session_id: str, new: set[_Row]) -> Steps[None]:
+    found = yield Op.rows("SELECT field, term, ts, dur FROM postings WHERE session_id = ?", (session_id,))
+    old: set[_Row] = {(int(f), str(t), float(ts), float(d)) for f, t, ts, d in found}
     now = any(f == FIELD_DOC for f, *_ in new)
     if old == new:
         # put_handoff rewrites the row with indexed = 0: say again that its (unchanged) postings are there.
-        await conn.execute("UPDATE handoffs SET indexed = ? WHERE session_id = ?", (int(now), session_id))
+        yield Op.run("UPDATE handoffs SET indexed = ? WHERE session_id = ?", (int(now), session_id))
         return
     gone, added = old - new, new - old
     if gone:
-        await conn.executemany(
+        yield Op.many(
             "DELETE FROM postings WHERE field = ? AND term = ? AND ts = ? AND session_id = ?",
             [(f, t, ts, session_id) for f, t, ts, _ in gone],
         )
     if added:
-        await conn.executemany(
+        yield Op.many(
             "INSERT OR REPLACE INTO postings(field, term, ts, session_id, dur) VALUES(?, ?, ?, ?, ?)",
             [(f, t, ts, session_id, d) for f, t, ts, d in added],
         )
@@ -121,10 +148,10 @@ async def _replace(conn: aiosqlite.Connection, session_id: str, new: set[_Row]) 
     new_terms = {(f, t) for f, t, *_ in new if f != FIELD_DOC}
     if old_terms - new_terms:
         lost = sorted(old_terms - new_terms)
-        await conn.executemany("UPDATE term_df SET df = df - 1 WHERE field = ? AND term = ?", lost)
-        await conn.executemany("DELETE FROM term_df WHERE field = ? AND term = ? AND df <= 0", lost)
+        yield Op.many("UPDATE term_df SET df = df - 1 WHERE field = ? AND term = ?", lost)
+        yield Op.many("DELETE FROM term_df WHERE field = ? AND term = ? AND df <= 0", lost)
     if new_terms - old_terms:
-        await conn.executemany(
+        yield Op.many(
             "INSERT INTO term_df(field, term, df) VALUES(?, ?, 1) ON CONFLICT(field, term) DO UPDATE SET df = df + 1",
             sorted(new_terms - old_terms),
         )
@@ -133,15 +160,15 @@ async def _replace(conn: aiosqlite.Connection, session_id: str, new: set[_Row]) 
     if doc_old != doc_new:
         # The windows credited to this handoff carry its posted date and duration (NULL: not posted).
         ts_new, dur_new = doc_new if doc_new is not None else (None, 0.0)
-        await conn.execute("UPDATE chunks SET ts = ?, dur = ? WHERE handoff_id = ?", (ts_new, dur_new, session_id))
+        yield Op.run("UPDATE chunks SET ts = ?, dur = ? WHERE handoff_id = ?", (ts_new, dur_new, session_id))
     was = doc_old is not None
     if was != now:
-        await conn.execute(
+        yield Op.run(
             "INSERT INTO meta(key, value) VALUES('indexed_n', ?) "
             "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + ?",
             (str(max(0, int(now) - int(was))), int(now) - int(was)),
         )
-    await conn.execute("UPDATE handoffs SET indexed = ? WHERE session_id = ?", (int(now), session_id))
+    yield Op.run("UPDATE handoffs SET indexed = ? WHERE session_id = ?", (int(now), session_id))
 
 
 _TURN = re.compile(r"^## ", re.MULTILINE)  # memory/render.py starts every turn with a level-2 heading
@@ -174,22 +201,21 @@ def date_words(body: str) -> str:
 
 async def index_content(conn: aiosqlite.Connection, *, session_id: str, kind: str, parent_id: str, body: str) -> None:
     """Put a session's text in the full-text indexes (whole and by windows), replacing its previous text."""
-    await unindex_content(conn, session_id)
-    cur = await conn.execute(
+    await run_async(conn, index_content_steps(session_id=session_id, kind=kind, parent_id=parent_id, body=body))
+
+
+def index_content_steps(*, session_id: str, kind: str, parent_id: str, body: str) -> Steps[None]:
+    """:func:`index_content` as statements (:mod:`memory.sqlsteps`), for either kind of connection."""
+    yield from _unindex_content(session_id)
+    rowid = yield Op.rowid(
         "INSERT INTO content(session_id, kind, parent_id, body) VALUES(?, ?, ?, ?)",
         (session_id, kind, parent_id, body),
     )
-    rowid = cur.lastrowid
-    await cur.close()
-    await conn.execute("INSERT OR REPLACE INTO content_rows(session_id, row) VALUES(?, ?)", (session_id, rowid))
+    yield Op.run("INSERT OR REPLACE INTO content_rows(session_id, row) VALUES(?, ?)", (session_id, rowid))
     credited = parent_id if kind == "subagent" and parent_id else session_id
-    async with conn.execute("SELECT COALESCE(MAX(id), 0) FROM chunks") as c:
-        found = await c.fetchone()
+    found = yield Op.row("SELECT COALESCE(MAX(id), 0) FROM chunks")
     base = int(found[0]) if found else 0
-    async with conn.execute(
-        "SELECT ts, dur FROM postings WHERE field = 2 AND term = '' AND session_id = ?", (credited,)
-    ) as c:
-        posted = await c.fetchone()
+    posted = yield Op.row("SELECT ts, dur FROM postings WHERE field = 2 AND term = '' AND session_id = ?", (credited,))
     ts, dur = (float(posted[0]), float(posted[1])) if posted else (None, 0.0)
     # The date goes with the first window: a session is also recalled by when it happened ("in May").
     date = date_words(body)
@@ -197,12 +223,12 @@ async def index_content(conn: aiosqlite.Connection, *, session_id: str, kind: st
         (base + i + 1, start, stop, f"{date}\n" if i == 0 and date else "")
         for i, (start, stop) in enumerate(chunk_spans(body))
     ]
-    await conn.executemany(
+    yield Op.many(
         "INSERT INTO chunks(id, session_id, handoff_id, start, stop, prefix, row, ts, dur)"
         " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [(i, session_id, credited, start, stop, prefix, rowid, ts, dur) for i, start, stop, prefix in rows],
     )
-    await conn.executemany(
+    yield Op.many(
         "INSERT INTO chunk_fts(rowid, body) VALUES(?, ?)",
         [(i, prefix + body[start:stop]) for i, start, stop, prefix in rows],
     )
@@ -210,23 +236,25 @@ async def index_content(conn: aiosqlite.Connection, *, session_id: str, kind: st
 
 async def unindex_content(conn: aiosqlite.Connection, session_id: str) -> None:
     """Remove a session's text from the full-text indexes (no-op when absent)."""
-    async with conn.execute(
+    await run_async(conn, _unindex_content(session_id))
+
+
+def _unindex_content(session_id: str) -> Steps[None]:
+    found = yield Op.row(
         "SELECT r.row, c.body FROM content_rows AS r LEFT JOIN content AS c ON c.rowid = r.row "
         "AND c.session_id = r.session_id WHERE r.session_id = ?",
         (session_id,),
-    ) as cur:
-        found = await cur.fetchone()
+    )
     body = None if found is None or found[1] is None else str(found[1])
-    async with conn.execute("SELECT id, start, stop, prefix FROM chunks WHERE session_id = ?", (session_id,)) as cur:
-        chunks = await cur.fetchall()
+    chunks = yield Op.rows("SELECT id, start, stop, prefix FROM chunks WHERE session_id = ?", (session_id,))
     if body is not None and chunks:
         # A contentless FTS5 table forgets a row only when given back the very text it indexed.
-        await conn.executemany(
+        yield Op.many(
             "INSERT INTO chunk_fts(chunk_fts, rowid, body) VALUES('delete', ?, ?)",
             [(int(i), str(p) + body[int(a) : int(b)]) for i, a, b, p in chunks],
         )
     if chunks:
-        await conn.execute("DELETE FROM chunks WHERE session_id = ?", (session_id,))
+        yield Op.run("DELETE FROM chunks WHERE session_id = ?", (session_id,))
     if found is not None:
-        await conn.execute("DELETE FROM content WHERE rowid = ? AND session_id = ?", (int(found[0]), session_id))
-        await conn.execute("DELETE FROM content_rows WHERE session_id = ?", (session_id,))
+        yield Op.run("DELETE FROM content WHERE rowid = ? AND session_id = ?", (int(found[0]), session_id))
+        yield Op.run("DELETE FROM content_rows WHERE session_id = ?", (session_id,))

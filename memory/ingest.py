@@ -120,6 +120,19 @@ def _parse(
     )
 
 
+def _parse_and_render(
+    src: SourceFile, redactor: Redactor, settings: MemorySettings, on_bytes: Callable[[int], None] | None
+) -> tuple[list[Transcript], list[tuple[Transcript, str]]]:
+    """The file's transcripts, and the markdown of those with content: all that depends on the file alone."""
+    transcripts = _parse(src, redactor, settings.tool_output_limit, on_bytes)
+    rendered = [
+        (t, render_markdown(t, timezone=settings.timezone, tool_output_limit=settings.tool_output_limit))
+        for t in transcripts
+        if t.entries or t.summaries
+    ]
+    return transcripts, rendered
+
+
 async def ingest(
     db: Database,
     settings: MemorySettings,
@@ -197,9 +210,12 @@ async def _ingest_file(
             report.count_session(sid, "unchanged")
         return
     try:
-        transcripts = await asyncio.to_thread(_parse, src, redactor, settings.tool_output_limit, on_bytes)
+        transcripts, rendered = await asyncio.to_thread(_parse_and_render, src, redactor, settings, on_bytes)
     except OSError as exc:
         raise SourceUnreadableError(src.path, exc.strerror or str(exc)) from exc
+    except Exception as exc:  # a parser bug one file triggers: that file is reported and skipped, the run goes on
+        logger.exception("could not parse %s", src.path)
+        raise SourceUnreadableError(src.path, f"the parser failed on it ({type(exc).__name__})") from exc
     report.bytes_read += size
     problems: list[LineProblem] = []
     for t in transcripts:
@@ -208,11 +224,6 @@ async def _ingest_file(
     # A grown file is read again from its start: its old bad lines were reported when they were new.
     seen = await store.problem_lines(db.conn, key) if old is not None and not force else set()
     report.add_problems([p for p in problems if (p.line_no, p.reason) not in seen])
-    rendered = [
-        (t, render_markdown(t, timezone=settings.timezone, tool_output_limit=settings.tool_output_limit))
-        for t in transcripts
-        if t.entries or t.summaries
-    ]
     kept: list[str] = []  # the file's sessions, forgotten ones left out
     async with db.write() as conn:
         for t, markdown in rendered:
@@ -305,6 +316,12 @@ async def extract_pending(
             except MemoryStoreError as exc:  # e.g. the database stayed locked: stays pending for the next run
                 logger.warning("handoff of %s not stored: %s", session_id, exc)
                 report.extract_failed += 1
+                return
+            except Exception:  # an extractor bug one session triggers: that session fails, the others go on
+                logger.exception("handoff extraction crashed for %s", session_id)
+                report.extract_failed += 1
+                async with db.write() as conn:
+                    await store.set_extract_state(conn, session_id, "failed")
                 return
             if h is not None:
                 report.handoffs_extracted += 1

@@ -13,8 +13,11 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from memory.models import LineProblem
+from memory.redact import Redactor, hides_value, marker
 
 __all__ = [
+    "DEEP",
+    "MAX_DEPTH",
     "MAX_LINE_BYTES",
     "PROSE_FACTOR",
     "JsonLine",
@@ -22,11 +25,15 @@ __all__ = [
     "TextClipper",
     "identity",
     "iter_json_lines",
+    "type_name",
     "without_lone_surrogates",
 ]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a longer line is skipped whole, so one runaway line cannot exhaust memory
 PROGRESS_STEP = 4 * 1024 * 1024  # how often a long read tells its progress
+MAX_DEPTH = 100  # a tool input nested deeper is cut there: renderers and encoders below recurse per level
+DEEP = "[nested too deeply]"
+_TYPE_NAME_CHARS = 80
 _REDACT_MARGIN = 256  # redact a little past the cut so a secret straddling it is still recognised
 _DECODER = json.JSONDecoder()
 # JSON may escape half of a surrogate pair ("\ud83d" alone: a broken emoji, as JavaScript writes it). Decoded,
@@ -48,6 +55,15 @@ def without_lone_surrogates(value: Any) -> Any:
 
 def identity(text: str) -> str:
     return text
+
+
+def type_name(value: Any) -> str:
+    """A line's ``type`` as a short name for the skipped-types count (ingest prints it: no megabyte names)."""
+    if not value:
+        return "(no type)"
+    if not isinstance(value, str):
+        return f"(a {type(value).__name__}, not a name)"
+    return value if len(value) <= _TYPE_NAME_CHARS else value[: _TYPE_NAME_CHARS - 1] + "…"
 
 
 @dataclass(slots=True)
@@ -124,11 +140,18 @@ def _decode_line(text: str, line_no: int, ends_nl: bool, reader: ReadStats) -> I
             reader.problem(line_no, "invalid json" if ends_nl else "truncated last line")
             return
         reader.problem(line_no, "invalid json after the first value")
+    except RecursionError:  # the decoder recurses per level: a nest of thousands is junk, not a transcript line
+        reader.problem(line_no, "json nested too deeply")
+        return
     if len(values) > 1:
         # Two appends without a newline between them: keep both objects.
         reader.problem(line_no, "several json values on one line")
     if _SURROGATE_ESCAPE.search(text):
-        values = [without_lone_surrogates(v) for v in values]
+        try:
+            values = [without_lone_surrogates(v) for v in values]
+        except RecursionError:
+            reader.problem(line_no, "json nested too deeply")
+            return
     for value in values:
         if isinstance(value, dict):
             yield JsonLine(line_no, value)
@@ -158,19 +181,27 @@ class TextClipper:
     def prose(self, value: str) -> tuple[str, int]:
         return self.text(value, self.prose_limit)
 
-    def value(self, value: Any) -> tuple[Any, int]:
-        """Clip and redact every string inside a JSON value (tool inputs)."""
+    def value(self, value: Any, depth: int = 0) -> tuple[Any, int]:
+        """Clip and redact every string inside a JSON value (tool inputs); below MAX_DEPTH levels, a marker."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict | list):
+            if depth >= MAX_DEPTH:
+                return DEEP, 0
             pairs = value.items() if isinstance(value, dict) else enumerate(value)
-            clipped = {k: self.value(v) for k, v in pairs}
+            clipped = {k: self.value(v, depth + 1) for k, v in pairs}
             dropped = sum(n for _, n in clipped.values())
             if isinstance(value, dict):
                 # Keys are redacted too: a tool's input can name a secret as a key ({"sk-…": "v"}); two keys
                 # redacted alike keep both values ("[REDACTED:x]", "[REDACTED:x] 2").
                 out: dict[str, Any] = {}
                 for k, (v, _) in clipped.items():
+                    if (
+                        isinstance(self.redact, Redactor)
+                        and isinstance(value[k], str)
+                        and hides_value(str(k), value[k])
+                    ):
+                        v = marker("env-assignment")  # {"password": "two words"}: the key is the only tell
                     key = base = self.redact(str(k))
                     n = 1
                     while key in out:

@@ -1,22 +1,23 @@
 """The readable handoff tree: `handoffs/YYYY/MM/DD/<session>.md`, written atomically.
 
 A reader (a person, `git diff`, an editor) never sees a half-written file: each file is written to a
-temporary sibling, fsynced and renamed over the target.
+temporary sibling and renamed over the target (:mod:`memory.fsutil`). One handoff at a time, the file and
+its folder are fsynced; a batch writer (`memory import`) passes ``sync=False`` and fsyncs each folder it
+touched once, with :func:`sync_folders`, before it commits the batch.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import re
-import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 
 from memory.errors import HandoffFormatError
+from memory.fsutil import fsync_dir, remove_quietly, write_atomic
 from memory.handoff_format import from_markdown
 
 __all__ = [
@@ -24,9 +25,8 @@ __all__ = [
     "iter_handoff_files",
     "legacy_relpath",
     "remove_handoff",
-    "remove_quietly",
     "sweep_stale_temp",
-    "write_atomic",
+    "sync_folders",
     "write_handoff",
 ]
 
@@ -69,14 +69,32 @@ def legacy_relpath(session_id: str, date_iso: str) -> Path | None:
     return None if old == handoff_relpath(session_id, date_iso) else old
 
 
-def write_handoff(root: Path, session_id: str, date_iso: str, text: str, *, old_date: str | None = None) -> None:
+def write_handoff(
+    root: Path, session_id: str, date_iso: str, text: str, *, old_date: str | None = None, sync: bool = True
+) -> list[Path]:
     """Write a handoff's file under ``root`` and remove the copies it leaves behind: the file of its
-    previous date (``old_date``, when an import or re-extraction moved it) and a pre-2026-11-29 name."""
+    previous date (``old_date``, when an import or re-extraction moved it) and a pre-2026-11-29 name.
+
+    Returns the folders it wrote or removed in; with ``sync=False`` the caller passes them to
+    :func:`sync_folders`.
+    """
     path = root / handoff_relpath(session_id, date_iso)
-    write_atomic(path, text)
+    write_atomic(path, text, sync=sync)
     dates = [date_iso] if old_date is None or old_date == date_iso else [date_iso, old_date]
     for date in dates:
         remove_handoff(root, session_id, date, keep=path)
+    return sorted({(root / handoff_relpath(session_id, date)).parent for date in dates})
+
+
+def sync_folders(root: Path, folders: Iterable[Path]) -> None:
+    """Fsync each folder once, and the folders above it up to ``root`` (a new day folder is an entry in its
+    month's), so the renames of a batch written with ``sync=False`` survive a power cut."""
+    todo: set[Path] = set()
+    for folder in folders:
+        todo.add(folder)
+        todo.update(p for p in folder.parents if p.is_relative_to(root))
+    for folder in sorted(todo, key=lambda p: (-len(p.parts), p)):
+        fsync_dir(folder)
 
 
 def remove_handoff(root: Path, session_id: str, date_iso: str, *, keep: Path | None = None) -> None:
@@ -95,35 +113,6 @@ def _holds(path: Path, session_id: str) -> bool:
         return from_markdown(path.read_text(encoding="utf-8"), path=path).session_id == session_id
     except (OSError, UnicodeDecodeError, HandoffFormatError):
         return False
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        remove_quietly(Path(tmp))
-        raise
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass  # some filesystems refuse fsync on directories; the rename itself is already atomic
-    finally:
-        os.close(dir_fd)
-
-
-def remove_quietly(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
 
 
 def iter_handoff_files(root: Path) -> Iterator[Path]:

@@ -1,65 +1,106 @@
 """Secrets → ``[REDACTED:<kind>]`` markers, idempotently and fast.
 
-Every transcript line passes through :class:`Redactor`, so the common case (text with no candidate
-substring) must cost almost nothing: each rule has a gate, a regex with a literal prefix that CPython
-searches as fast as ``in``, and the rule's real pattern runs only when its gate hits. Matches that
-fall inside an existing marker are left alone, so a marker is never redacted again. A second stage
-handles ``NAME=value`` assignments of secret-looking names (``.env`` files, ``export``, YAML, JSON,
-kwargs, headers): keyword positions are found with ``str.find``, and the name and value around each
-are judged by detect-secrets' keyword denylist plus our own rules against code false positives
-(``token: str``, ``key = settings.key``). Patterns of token formats follow detect-secrets' plugins;
-JWTs are validated with its ``JwtTokenDetector``. A pass repeats until nothing changes (only texts
-that had a hit pay for the second pass), so ``redact(redact(x)) == redact(x)``."""
+Every transcript line passes through :class:`Redactor`, so the common case (text with no candidate)
+must cost almost nothing. Stage one: rules for token formats (memory.redact_rules, after detect-secrets'
+plugins and gitleaks' default rules) and for secrets that their context gives away (this module: key
+blocks, JWTs, passwords in URLs, ``Authorization`` headers, signed URLs, ``curl -u``, docker's auths,
+AWS secret keys), each run only where memory.redact_gate finds its anchors. Stage two: the value beside
+a secret-looking name (memory.redact_names). Matches inside an existing marker are left alone, so a
+marker is never redacted again, and a pass repeats until nothing changes (only texts that had a hit pay
+for the second pass), so ``redact(redact(x)) == redact(x)``."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import math
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.keyword import DENYLIST
 
-__all__ = ["MARKER_RE", "Redactor", "marker"]
+from memory.redact_gate import Anchor, Gate
+from memory.redact_names import is_placeholder, is_secret_name, keyword_positions, redact_named, value_is_secret
+from memory.redact_rules import MARKER_PREFIX, MARKER_RE, TOKEN_FORMATS, inside_marker, marker
 
-MARKER_RE = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
-_MARKER_PREFIX = "[REDACTED:"
+__all__ = ["MARKER_RE", "Redactor", "hides_value", "is_secret_name", "marker"]
+
 _MAX_ROUNDS = 4
 _OWN_MIN = 6  # shorter configured values would shred ordinary words
-
-
-def marker(kind: str) -> str:
-    return f"[REDACTED:{kind}]"
-
-
 _OWN_MARKER = marker("own-secret")
-
 
 _Replace = Callable[["re.Match[str]"], str | None]  # None: keep the match as it is
 
 
 class _Rule:
-    """One kind of secret: a cheap gate, the real pattern, and what a match becomes."""
+    """One kind of secret: the anchors the gate looks for, the real pattern, and what a match becomes."""
 
-    __slots__ = ("gate_re", "kind", "lower", "regex", "replace")
+    __slots__ = ("anchors", "kind", "near", "regex", "replace")
 
     def __init__(
-        self, kind: str, gate: str, pattern: str, *, lower: bool = False, replace: _Replace | None = None
+        self,
+        kind: str,
+        anchors: Sequence[str | Anchor],
+        pattern: str,
+        *,
+        replace: _Replace | None = None,
+        near: tuple[str, ...] = (),
     ) -> None:
         self.kind = kind
-        # A regex with a literal prefix is searched as fast as `in`; the rule runs only when it hits.
-        self.gate_re = re.compile(gate)
-        self.lower = lower  # the gate is searched in the lowercased text
+        # The rule runs only on a text that holds one of its anchors (see redact_gate.Gate).
+        self.anchors = tuple(a if isinstance(a, Anchor) else Anchor(a) for a in anchors)
         self.regex = re.compile(pattern)
         self.replace = replace  # None: the whole match becomes the marker
+        self.near = near  # lowercase words: the pattern is looked for only within _NEAR characters of them
 
     def substitute(self, m: re.Match[str]) -> str:
-        if _inside_marker(m.string, m.start()):
+        if inside_marker(m.string, m.start()):
             return m.group(0)  # markers are never redacted again
         if self.replace is None:
             return marker(self.kind)
         result = self.replace(m)
         return m.group(0) if result is None else result
+
+    def apply(self, text: str, low: str) -> str:
+        if not self.near or len(low) != len(text):  # (lowercasing changed the length: no positions to share)
+            return self.regex.sub(self.substitute, text)
+        out: list[str] = []
+        last = 0
+        for lo, hi in _windows(low, self.near):
+            # Matches may end up to _NEAR past the window (so look-aheads see the real text) but start in it.
+            for m in self.regex.finditer(text, max(lo, last), hi + _NEAR):
+                if m.start() >= hi:
+                    break
+                new = self.substitute(m)
+                if new != m.group(0):
+                    out.append(text[last : m.start()])
+                    out.append(new)
+                    last = m.end()
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
+
+
+_NEAR = 400
+
+
+def _windows(low: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    for word in words:
+        i = low.find(word)
+        while i != -1:
+            spans.append((max(0, i - _NEAR), i + len(word) + _NEAR))
+            i = low.find(word, i + 1)
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+        else:
+            merged.append((lo, hi))
+    return merged
 
 
 def _left_is_word(m: re.Match[str]) -> bool:
@@ -72,11 +113,12 @@ def _right_is_word(m: re.Match[str]) -> bool:
     return j < len(m.string) and (m.string[j].isalnum() or m.string[j] in "_-")
 
 
-def _token(kind: str, *, need_mixed: bool = False) -> _Replace:
+def _token(kind: str, *, need_mixed: bool = False, after: str = "") -> _Replace:
     """A standalone token: not glued to a longer identifier; optionally must look random."""
 
     def replace(m: re.Match[str]) -> str | None:
-        if _left_is_word(m) or _right_is_word(m):
+        glued_left = _left_is_word(m) and not (after and m.string.endswith(after, 0, m.start()))
+        if glued_left or _right_is_word(m):
             return None
         body = m.group(0)
         if need_mixed and not (
@@ -84,6 +126,21 @@ def _token(kind: str, *, need_mixed: bool = False) -> _Replace:
         ):
             return None  # kebab-case identifiers such as "sk-learn-…" are not keys
         return marker(kind)
+
+    return replace
+
+
+def _value(kind: str, *, check: Callable[[str], bool] | None = None) -> _Replace:
+    """Only the group ``v`` becomes the marker; the words around it (the name, the user) stay."""
+
+    def replace(m: re.Match[str]) -> str | None:
+        value = m.group("v")
+        if value.startswith(("$", "{", "<", "%", MARKER_PREFIX)) or is_placeholder(value):
+            return None  # "$PASS", "{password}", "<token>": references and placeholders
+        if check is not None and not check(value):
+            return None
+        s, e = m.span("v")
+        return m.string[m.start() : s] + marker(kind) + m.string[e : m.end()]
 
     return replace
 
@@ -99,21 +156,19 @@ _URL_RE = re.compile(r"://([^:/?#\[\]@\s\"'<>\\]*):([^/?#\[\]@\s\"'<>\\]+)@")
 
 
 def _url_password(m: re.Match[str]) -> str | None:
-    inner = m
-    password = inner.group(2)
-    if password[0] in "$<{%*" or _is_placeholder(password):
+    password = m.group(2)
+    if password[0] in "$<{%*" or is_placeholder(password):
         return None  # "${DB_PASSWORD}", "<password>", "****": references and placeholders
-    return f"://{inner.group(1)}:{marker('password-in-url')}@"
+    return f"://{m.group(1)}:{marker('password-in-url')}@"
 
 
 _BEARER_RE = re.compile(r"(?i:(bearer)(\s+))([A-Za-z0-9._~+/-]{8,}=*)")
 
 
 def _bearer(m: re.Match[str]) -> str | None:
-    inner = m
-    if _left_is_word(m) or not any(c.isdigit() for c in inner.group(3)):
+    if _left_is_word(m) or not any(c.isdigit() for c in m.group(3)):
         return None  # "bearer authentication" in prose
-    return f"{inner.group(1)}{inner.group(2)}{marker('bearer-token')}"
+    return f"{m.group(1)}{m.group(2)}{marker('bearer-token')}"
 
 
 _AUTH_RE = re.compile(
@@ -123,208 +178,119 @@ _AUTH_RE = re.compile(
 
 
 def _auth_header(m: re.Match[str]) -> str | None:
-    inner = m
-    if inner.group(4).startswith(("$", "{", "<", _MARKER_PREFIX)):
+    if m.group(4).startswith(("$", "{", "<", MARKER_PREFIX)):
         return None
-    scheme = inner.group(3) or ""
+    scheme = m.group(3) or ""
     kind = "bearer-token" if scheme.lower().startswith("bearer") else "auth-header"
-    return f"{inner.group(1)}{inner.group(2)}{scheme}{marker(kind)}"
+    return f"{m.group(1)}{m.group(2)}{scheme}{marker(kind)}"
+
+
+def _entropy(text: str) -> float:
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
+
+
+def _aws_secret(value: str) -> bool:
+    # 40 characters of base64 at random: not a git SHA (hex), a path or a run of words.
+    return (
+        any(c.isdigit() for c in value)
+        and any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+        and not all(c in "0123456789abcdefABCDEF" for c in value)
+        and _entropy(value) >= 4.2
+    )
+
+
+def _docker_auth(value: str) -> bool:
+    try:
+        return b":" in base64.b64decode(value, validate=True)  # base64 of "user:password"
+    except (binascii.Error, ValueError):
+        return False
 
 
 _RULES: tuple[_Rule, ...] = (
     _Rule(
         "private-key",
-        "PRIVATE KEY",
+        ["PRIVATE KEY"],
         r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
         # Up to the END line; a block cut short (truncated output) loses its base64 and header lines.
         r"(?:[\s\S]{0,20000}?-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
         r"|(?:(?:\s|\\[rn])+(?:[A-Za-z0-9+/]{8,}={0,2}|[A-Za-z0-9+/]{1,7}={1,2}|[A-Za-z-]+: [^\n\\]*))*)",
     ),
-    _Rule("anthropic-key", "sk-", r"sk-ant-[A-Za-z0-9_-]{20,}", replace=_token("anthropic-key")),
+    # ours: PuTTY's .ppk files, up to the MAC line (or the end of a cut-off one).
     _Rule(
-        "openai-key",
-        "sk-",
-        r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
-        replace=_token("openai-key", need_mixed=True),
+        "private-key",
+        ["PuTTY-User-Key-File-"],
+        r"PuTTY-User-Key-File-[0-9]:[\s\S]{0,20000}?(?:Private-(?:MAC|Hash):[ \t]*[0-9a-fA-F]+|\Z)",
     ),
+    *(
+        _Rule(f.kind, f.anchors, f.pattern, replace=_token(f.kind, need_mixed=f.mixed, after=f.after))
+        for f in TOKEN_FORMATS
+    ),
+    # detect-secrets JwtTokenDetector validates the header and payload.
+    _Rule("jwt", ["eyJ"], r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*", replace=_jwt),
+    # detect-secrets BasicAuthDetector; ours: the user and host stay, references stay.
+    _Rule("password-in-url", ["://"], _URL_RE.pattern, replace=_url_password),
+    _Rule("auth-header", [Anchor("authorization", fold=True)], _AUTH_RE.pattern, replace=_auth_header),
+    _Rule("bearer-token", [Anchor("bearer", fold=True)], _BEARER_RE.pattern, replace=_bearer),
+    # ours: a Twilio auth token right after its account SID (Client("AC…", "…"), "AC…:…@api.twilio.com").
     _Rule(
-        "aws-access-key",
-        "A(?:KIA|SIA|BIA|CCA|3T)",
-        r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}",
-        replace=_token("aws-access-key"),
+        "twilio-key",
+        [Anchor(r"AC[0-9a-fA-F]{32}", regex=True)],
+        r"(?<=\[REDACTED:twilio-key\])[\s\"',:/\\]{1,8}(?P<v>[0-9a-fA-F]{32})(?![0-9A-Za-z])",
+        replace=_value("twilio-key"),
     ),
+    # ours, after gitleaks curl-auth-user: "curl -u user:password".
     _Rule(
-        "github-token",
-        "g(?:h[pousr]_|ithub_pat_)",
-        r"g(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{22,})",
-        replace=_token("github-token"),
+        "basic-auth",
+        [" -u ", "--user"],
+        r"\bcurl\b[^\n]{0,400}?\s(?:-u|--user)(?:[ \t]+|=)\\?['\"]?[^\s:'\"\\]{1,100}:(?P<v>[^\s'\"\\]{1,200})",
+        replace=_value("basic-auth"),
     ),
+    # ours: "docker login -u me -p secret" (and podman's, helm's).
     _Rule(
-        "slack-token",
-        "xox|hooks\\.slack",
-        r"(?:xox[abposr]-[A-Za-z0-9-]{10,}|https://hooks\.slack\.com/services/[A-Za-z0-9_/]+)",
-        replace=_token("slack-token"),
+        "cli-password",
+        [" -p "],
+        r"\b(?:docker|podman|helm)\s+(?:registry\s+)?login\b[^\n]{0,200}?\s-p[ \t]+(?P<v>[^\s'\"]+)",
+        replace=_value("cli-password"),
     ),
+    # ours: docker's config.json keeps base64("user:password") under "auth".
     _Rule(
-        "stripe-key",
-        "k_(?:live|test)_",
-        r"(?:sk|rk|pk)_(?:live|test)_[0-9a-zA-Z]{16,}",
-        replace=_token("stripe-key"),
+        "docker-auth",
+        ['"auth'],
+        r"\\?\"auth\\?\"\s*:\s*\\?\"(?P<v>[A-Za-z0-9+/]{8,}={0,2})(?=\\?\")",
+        replace=_value("docker-auth", check=_docker_auth),
     ),
-    _Rule("google-api-key", "AIza", r"AIza[0-9A-Za-z_-]{35}", replace=_token("google-api-key")),
-    _Rule("gitlab-token", "glpat-", r"glpat-[0-9A-Za-z_-]{20,}", replace=_token("gitlab-token")),
-    _Rule("huggingface-token", "hf_", r"hf_[A-Za-z0-9]{30,}", replace=_token("huggingface-token")),
-    _Rule("npm-token", "npm_", r"npm_[A-Za-z0-9]{36}", replace=_token("npm-token")),
+    # ours: signed URLs (Azure SAS, S3 and GCS pre-signed) carry a bearer signature in the query.
     _Rule(
-        "telegram-bot-token",
-        ":AA",
-        r"[0-9]{8,10}:AA[0-9A-Za-z_-]{31,40}",
-        replace=_token("telegram-bot-token"),
+        "url-signature",
+        ["sig=", "X-Amz-Signature=", "X-Amz-Security-Token=", "X-Goog-Signature="],
+        r"[?&;](?:sig|X-Amz-Signature|X-Amz-Security-Token|X-Goog-Signature)=(?P<v>[^&\s\"'#<>\\]{16,})",
+        replace=_value("url-signature"),
     ),
-    _Rule("jwt", "eyJ", r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*", replace=_jwt),
-    _Rule("password-in-url", "://", _URL_RE.pattern, replace=_url_password),
-    _Rule("auth-header", "authorization", _AUTH_RE.pattern, lower=True, replace=_auth_header),
-    _Rule("bearer-token", "bearer", _BEARER_RE.pattern, lower=True, replace=_bearer),
+    # detect-secrets AzureStorageKeyDetector: "AccountKey=…" in storage and service bus connection strings.
+    _Rule(
+        "azure-storage-key",
+        ["AccountKey=", "SharedAccessKey="],
+        r"(?:AccountKey|SharedAccessKey)=(?P<v>[A-Za-z0-9+/]{40,88}={0,2})",
+        replace=_value("azure-storage-key"),
+    ),
+    # ours: an AWS secret access key has no prefix; 40 base64 characters count as one near "aws" or a key id.
+    _Rule(
+        "aws-secret-key",
+        ["AKIA", "ASIA", Anchor("aws", fold=True)],
+        r"(?<![A-Za-z0-9/+=])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+        replace=_value("aws-secret-key", check=_aws_secret),
+        near=("aws", "akia", "asia"),
+    ),
 )
-
-# --- NAME=value assignments ------------------------------------------------------------------------
-
-_HIT_RE = re.compile(
-    r"(?i:key|secret|pass|pwd|token|credential)[\w.-]*"
-    r"(?:\\?[\"'\]]){0,2}[ \t]*(?::=|=>|:(?![:/])|=(?![=~]))[ \t]*"
-)
-_HIT_WORDS_LOW = ("key", "secret", "pass", "pwd", "token", "credential")
-_HIT_WORDS = tuple(v for w in _HIT_WORDS_LOW for v in (w, w.capitalize(), w.upper()))
-_VALUE_RE = re.compile(
-    # A quoted value may hold spaces (a passphrase); an unquoted one ends at the first.
-    r"(?P<q>\\?[\"'`])(?P<qv>[^\r\n\"'`\\]{1,512})(?P=q)|(?P<uv>[^\s\"'`,;(){}\[\]<>\\]{1,512})(?P<after>[(.]?)"
-)
-_KEYWORDS = (*DENYLIST, "token", "credentials?", "passphrase", "access_?key", "secret_?key", "signing_?key")
-_SECRET_NAME_RE = re.compile(r"(?:{})$|(?:^|_)pass$".format("|".join(_KEYWORDS)))
-_ENV_NAME_RE = re.compile(r"[A-Z0-9_]*[A-Z][A-Z0-9_]*")
-_NOT_SECRET_ENV = frozenset({"PWD", "OLDPWD", "PRIMARY_KEY", "SORT_KEY", "FOREIGN_KEY", "PARTITION_KEY"})
-_PLACEHOLDERS = frozenset(
-    {"none", "null", "nil", "true", "false", "undefined", "str", "string", "int", "bool", "bytes"}
-    | {"optional", "required", "secret", "password", "token", "changeme", "redacted", "example", "env"}
-)
-_CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_GATE = Gate([(a, i) for i, rule in enumerate(_RULES) for a in rule.anchors])
 
 
-def _is_placeholder(value: str) -> bool:
-    low = value.lower()
-    return (
-        low in _PLACEHOLDERS
-        or len(set(value)) == 1  # "xxxxxxxx", "********"
-        or "..." in value
-        or "your" in low
-        or low.startswith(("xxx", "<", "{{", "${", "$(", "%("))
-    )
-
-
-def is_secret_name(name: str) -> bool:
-    """``DB_PASSWORD``, ``apiKey``, ``x-api-key``, ``client_secret``: names whose value is a secret."""
-    name = name.rsplit(".", 1)[-1].strip("-_")
-    if not name:
-        return False
-    if _ENV_NAME_RE.fullmatch(name):
-        if name in _NOT_SECRET_ENV:
-            return False
-        if name.endswith("_KEY"):
-            return True
-    snake = _CAMEL_RE.sub("_", name).lower().replace("-", "_")
-    return _SECRET_NAME_RE.search(snake) is not None
-
-
-# Words of sentences, not of passphrases: a quoted value holding one is a message ("must be at least 8
-# characters", "Paste the token from settings"), not a secret.
-_PROSE_WORDS = frozenset(
-    "a an the is are was were be been to of and or not no it its this that for from with your you do does did "
-    "must should will can could in on at by as if than then here there please enter".split()
-)
-
-
-def _is_prose(value: str) -> bool:
-    words = value.split()
-    return (
-        len(words) > 4
-        or value.rstrip()[-1:] in (".", "!", "?", ":")
-        or (words[0][:1].isupper() and words[0][1:].islower())  # "Reset password", "Enter password"
-        or any(w.lower().strip(",;") in _PROSE_WORDS for w in words)
-    )
-
-
-def _value_is_secret(name: str, value: str, *, quoted: bool) -> bool:
-    if len(value) < 4 or value.startswith(("$", "%", "{", "<", "#", "&", "*", _MARKER_PREFIX)):
-        return False
-    if _is_placeholder(value):
-        return False
-    env_style = _ENV_NAME_RE.fullmatch(name.rsplit(".", 1)[-1].strip("-_")) is not None
-    if " " in value and not env_style and _is_prose(value):
-        return False  # a message beside a code name; an ALL_CAPS variable's value is a secret whatever it says
-    if quoted or env_style:
-        return True
-    # Unquoted value of a code-style name: `token: str`, `password=password` are code, not secrets.
-    return len(value) >= 6 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
-
-
-def _inside_marker(text: str, pos: int) -> bool:
-    start = text.rfind(_MARKER_PREFIX, max(0, pos - 64), pos + 1)
-    if start == -1:
-        return False
-    found = MARKER_RE.match(text, start)  # a whole marker, not just its prefix typed into the text
-    return found is not None and found.end() > pos
-
-
-def _keyword_positions(text: str, low: str) -> list[int]:
-    # str.find runs at memory speed; a case-insensitive regex scan over every line would not.
-    found: list[int] = []
-    hay, words = (low, _HIT_WORDS_LOW) if len(low) == len(text) else (text, _HIT_WORDS)
-    for word in words:
-        i = hay.find(word)
-        while i != -1:
-            found.append(i)
-            i = hay.find(word, i + 1)
-    found.sort()
-    return found
-
-
-def _redact_assignments(text: str, low: str) -> str:
-    out: list[str] = []
-    last = 0
-    for start in _keyword_positions(text, low):
-        if start < last or _inside_marker(text, start):
-            continue
-        hit = _HIT_RE.match(text, start)
-        if hit is None:
-            continue
-        name_start = start
-        while name_start > 0 and text[name_start - 1] in _NAME_CHARS and start - name_start < 100:
-            name_start -= 1
-        name = re.split(r"[\\\"'\]\s:=]", text[name_start : hit.end()], maxsplit=1)[0]
-        if not is_secret_name(name):
-            continue
-        value = _VALUE_RE.match(text, hit.end())
-        if value is None:
-            continue
-        if value.group("qv") is not None:
-            secret, quoted, (v_start, v_end) = value.group("qv"), True, value.span("qv")
-        else:
-            secret, quoted, (v_start, v_end) = value.group("uv"), False, value.span("uv")
-            if value.group("after"):
-                continue  # `token = make_token(...)`, `key = settings.key`: code references
-        if not _value_is_secret(name, secret, quoted=quoted):
-            continue
-        out.append(text[last:v_start])
-        out.append(marker("env-assignment"))
-        last = v_end
-    if not out:
-        return text
-    out.append(text[last:])
-    return "".join(out)
-
-
-# --- the redactor ----------------------------------------------------------------------------------
+def hides_value(key: str, value: str) -> bool:
+    """Whether a string stored under ``key`` (a JSON field, a tool input's argument) is a secret as a whole:
+    the key names one (``password``, ``API_TOKEN``) and the value is not a placeholder or a message."""
+    return is_secret_name(key) and value_is_secret(key, value.strip(), quoted=True) and not MARKER_RE.fullmatch(value)
 
 
 class Redactor:
@@ -352,13 +318,7 @@ class Redactor:
         if isinstance(value, dict):
             out: dict[Any, Any] = {}
             for k, v in value.items():
-                if (
-                    isinstance(k, str)
-                    and isinstance(v, str)
-                    and is_secret_name(k)
-                    and _value_is_secret(k, v.strip(), quoted=True)
-                    and not MARKER_RE.fullmatch(v)
-                ):
+                if isinstance(k, str) and isinstance(v, str) and hides_value(k, v):
                     out[k] = marker("env-assignment")
                 else:
                     out[self(k) if isinstance(k, str) else k] = self.redact_obj(v)
@@ -371,7 +331,7 @@ class Redactor:
 
     def _replace_own(self, text: str) -> str:
         # Outside markers only: "passwo" is a fine secret and also part of "[REDACTED:password-in-url]".
-        parts = MARKER_RE.split(text) if _MARKER_PREFIX in text else [text]
+        parts = MARKER_RE.split(text) if MARKER_PREFIX in text else [text]
         markers = MARKER_RE.findall(text) if len(parts) > 1 else []
         for i, part in enumerate(parts):
             if any(own in part for own in self._own):
@@ -386,13 +346,8 @@ class Redactor:
         if self._own:
             text = self._replace_own(text)
         low = text.lower()
-        gates: dict[str, bool] = {}
-        for rule in _RULES:
-            hit = gates.get(rule.gate_re.pattern)
-            if hit is None:
-                hit = gates[rule.gate_re.pattern] = rule.gate_re.search(low if rule.lower else text) is not None
-            if hit:
-                new = rule.regex.sub(rule.substitute, text)
-                if new != text:
-                    text, low = new, new.lower()
-        return _redact_assignments(text, low)
+        for i in sorted(_GATE.rules_in(text, low)):
+            new = _RULES[i].apply(text, low)
+            if new != text:
+                text, low = new, new.lower()
+        return redact_named(text, keyword_positions(text, low))

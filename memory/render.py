@@ -68,6 +68,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memory.models import Block, BlockKind, Entry, Transcript
+from memory.timeutil import parse_iso
 
 __all__ = ["render_markdown", "zone"]
 
@@ -96,10 +97,9 @@ def _parse_ts(value: str) -> datetime | None:
     if not value:
         return None
     try:
-        parsed = datetime.fromisoformat(value)
+        return parse_iso(value)
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)  # naive stamps are UTC by convention
 
 
 def _offset(d: datetime) -> str:
@@ -221,7 +221,10 @@ class _Renderer:
 
     def _local(self, value: str) -> datetime | None:
         parsed = _parse_ts(value)
-        return parsed.astimezone(self.zone) if parsed else None
+        try:
+            return parsed.astimezone(self.zone) if parsed else None
+        except OverflowError:  # year 1 or 9999 pushed past the calendar by the zone's offset: shown as written
+            return None
 
     def _stamp(self, value: str) -> str:
         d = self._local(value)

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from memory.errors import SettingsError
 from memory.render import zone
 
-__all__ = ["MemorySettings", "home_from_env"]
+__all__ = ["MemorySettings", "config_path", "home_from_env"]
 
 _N = TypeVar("_N", int, float)
 
@@ -67,14 +67,18 @@ class MemorySettings:
         unknown timezone, a malformed TOML file) raises :class:`SettingsError` naming the setting.
         """
         user_home = Path(env.get("HOME") or Path.home())
+        for name in ("MACUPOS_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "MACUPOS_CONFIG"):
+            raw = env.get(name, "")
+            if raw.startswith("~") and _expand(raw) == Path(raw):
+                raise SettingsError(name, raw, "names the home folder of a user this machine does not know")
         home = home_from_env(env)
-        toml_file = toml_path or (Path(env["MACUPOS_CONFIG"]) if env.get("MACUPOS_CONFIG") else home / "config.toml")
+        toml_file = toml_path or config_path(env, home)
         table: dict[str, Any] = {}
         if toml_file.is_file():
             try:
                 with toml_file.open("rb") as fh:
                     memory_table = tomllib.load(fh).get("memory", {})
-            except (OSError, tomllib.TOMLDecodeError) as exc:
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
                 raise SettingsError(str(toml_file), None, f"not a readable TOML file: {exc}") from exc
             if not isinstance(memory_table, dict):
                 raise SettingsError(f"{toml_file} [memory]", memory_table, "must be a table")
@@ -114,8 +118,8 @@ class MemorySettings:
         llm_flag = str(pick("MACUPOS_MEMORY_LLM", "llm_enabled", "1")).lower()
         return cls(
             home=home,
-            claude_config_dir=Path(env.get("CLAUDE_CONFIG_DIR") or user_home / ".claude").expanduser(),
-            codex_home=Path(env.get("CODEX_HOME") or user_home / ".codex").expanduser(),
+            claude_config_dir=_expand(env.get("CLAUDE_CONFIG_DIR") or user_home / ".claude"),
+            codex_home=_expand(env.get("CODEX_HOME") or user_home / ".codex"),
             timezone=timezone,
             window_days=number(float, "MACUPOS_MEMORY_WINDOW_DAYS", "window_days", 14.0),
             max_handoffs=min(5, number(int, "MACUPOS_MEMORY_MAX_HANDOFFS", "max_handoffs", 5)),
@@ -133,7 +137,27 @@ class MemorySettings:
         )
 
 
+def config_path(env: Mapping[str, str], home: Path | None = None) -> Path:
+    """The one config.toml every part reads: ``$MACUPOS_CONFIG``, else ``<home>/config.toml`` (``home``
+    defaults to :func:`home_from_env`'s). It need not exist."""
+    explicit = env.get("MACUPOS_CONFIG", "").strip()
+    if explicit == "~" or explicit.startswith("~/"):  # the HOME of ``env``, not of this process
+        return Path(env.get("HOME") or Path.home()) / explicit[2:]
+    if explicit:
+        return _expand(explicit)
+    return (home if home is not None else home_from_env(env)) / "config.toml"
+
+
 def home_from_env(env: Mapping[str, str]) -> Path:
     """``$MACUPOS_HOME``, else ``~/.macupos``: known even when another setting is bad."""
     user_home = Path(env.get("HOME") or Path.home())
-    return Path(env.get("MACUPOS_HOME") or user_home / ".macupos").expanduser()
+    return _expand(env.get("MACUPOS_HOME") or user_home / ".macupos")
+
+
+def _expand(raw: str | Path) -> Path:
+    """``raw`` with a leading ``~`` or ``~user`` expanded; as written when there is no such user (from_env
+    refuses that, but the home must stay known for reporting it)."""
+    try:
+        return Path(raw).expanduser()
+    except RuntimeError:
+        return Path(raw)

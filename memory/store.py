@@ -11,6 +11,8 @@ from typing import Any
 import aiosqlite
 
 from memory.models import Handoff, LineProblem, SessionKind, Transcript
+from memory.sqlsteps import Op, Steps, run_async
+from memory.timeutil import parse_iso
 from memory.tokenize import normalize_term
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "now_iso",
     "problem_lines",
     "put_handoff",
+    "put_handoff_steps",
     "put_problems",
     "put_session",
     "put_source",
@@ -43,12 +46,9 @@ def now_iso() -> str:
 def handoff_ts(date_iso: str) -> float:
     """Epoch seconds of an ISO date; naive dates are taken as UTC, unparsable ones as 0."""
     try:
-        parsed = datetime.fromisoformat(date_iso.replace("Z", "+00:00"))
+        return parse_iso(date_iso).timestamp()
     except ValueError:
         return 0.0
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,8 +230,13 @@ _HANDOFF_COLS = (
 
 async def put_handoff(conn: aiosqlite.Connection, h: Handoff, *, markdown: str, review: str = "pending") -> float:
     """Insert or replace a handoff row (not its postings); returns its timestamp."""
+    return await run_async(conn, put_handoff_steps(h, markdown=markdown, review=review))
+
+
+def put_handoff_steps(h: Handoff, *, markdown: str, review: str = "pending") -> Steps[float]:
+    """:func:`put_handoff` as statements (:mod:`memory.sqlsteps`), for either kind of connection."""
     ts = handoff_ts(h.date)
-    await conn.execute(
+    yield Op.run(
         f"INSERT OR REPLACE INTO handoffs({_HANDOFF_COLS}, indexed, updated_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
         (
@@ -284,19 +289,34 @@ async def list_handoffs(
     limit: int = 20,
     project: str | None = None,
     include_subagents: bool = False,
+    since_ts: float | None = None,
+    until_ts: float | None = None,
+    after: tuple[float, str] | None = None,
 ) -> list[HandoffRow]:
     """The newest handoffs; with ``project``, those naming it (compared as whole normalized names: "Example
-    Project" finds ``example-project``)."""
+    Project" finds ``example-project``). ``since_ts`` (inclusive) and ``until_ts`` (exclusive) bound their
+    time; ``after`` is the (ts, session id) of the last row of a previous page: the rows that follow it."""
+    where: list[str] = [] if include_subagents else ["kind != 'subagent'"]
+    args: list[Any] = []
+    if since_ts is not None:
+        where.append("ts >= ?")
+        args.append(since_ts)
+    if until_ts is not None:
+        where.append("ts < ?")
+        args.append(until_ts)
+    if after is not None:  # keyset paging: stable while rows are added before the cursor
+        where.append("(ts < ? OR (ts = ? AND session_id > ?))")
+        args.extend((after[0], after[0], after[1]))
     sql = f"SELECT {_HANDOFF_COLS} FROM handoffs"
-    if not include_subagents:
-        sql += " WHERE kind != 'subagent'"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY ts DESC, session_id"
     if not project:
-        async with conn.execute(sql + " LIMIT ?", (limit,)) as cur:
+        async with conn.execute(sql + " LIMIT ?", (*args, limit)) as cur:
             return [_handoff(r) for r in await cur.fetchall()]
     wanted = normalize_term(project)
     out: list[HandoffRow] = []
-    async with conn.execute(sql) as cur:
+    async with conn.execute(sql, args) as cur:
         async for r in cur:
             h = _handoff(r)
             if any(normalize_term(p) == wanted for p in h.projects):

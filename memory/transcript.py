@@ -32,6 +32,7 @@ from memory.jsonl import (
     TextClipper,
     identity,
     iter_json_lines,
+    type_name,
     without_lone_surrogates,
 )
 from memory.models import Block, BlockKind, Entry, SessionKind, Transcript
@@ -90,7 +91,7 @@ class _Parser:
         if kind in ("user", "assistant", "system"):
             entry = self._entry(rec, line.line_no, reader)
         else:
-            name = str(kind) if kind else "(no type)"
+            name = type_name(kind)
             self.skipped[name] = self.skipped.get(name, 0) + 1
         if entry is None and not str_field(rec, "uuid"):
             return
@@ -264,6 +265,9 @@ def _read_records(path: Path, reader: ReadStats) -> Iterator[JsonLine]:
         except json.JSONDecodeError:
             reader.problem(1, "invalid json")
             return
+        except RecursionError:
+            reader.problem(1, "json nested too deeply")
+            return
         lines = doc.get("loglines") if isinstance(doc, dict) else None
         if not isinstance(lines, list):
             reader.problem(1, "no loglines list")
@@ -307,7 +311,10 @@ def parse_claude_file(
     reader = ReadStats(str(path), on_bytes=on_bytes)
     parser = _Parser(clip, subagent_file)
     for line in _read_records(path, reader):
-        parser.feed(line, reader)
+        try:
+            parser.feed(line, reader)
+        except RecursionError:  # a value nested too deep for the walks that clip it: this line only
+            reader.problem(line.line_no, "json nested too deeply")
     parser.by_uuid.clear()  # only needed while linking lines; free it before the entries are assembled
 
     main_thread = parser.threads[""]

@@ -19,8 +19,9 @@ from claude_agent_sdk import ClaudeAgentOptions, PermissionResult, ToolPermissio
 
 from relay.settings import RelaySettings
 
-__all__ = ["MEMORY_TOOLS", "RELAY_TOOLS", "TAG_ENV", "CanUseTool", "claude_options"]
+__all__ = ["MEMORY_TOOLS", "RELAY_TOOLS", "TAG_ENV", "CanUseTool", "claude_cli_path", "claude_options"]
 
+# The SDK's permission callback; callers give the relay an ``approvals.ApprovalHandler`` instead.
 CanUseTool = Callable[[str, dict[str, Any], ToolPermissionContext], Awaitable[PermissionResult]]
 
 TAG_ENV = "MACUPOS_RELAY_TAG"  # marks every process of one session, so none can outlive it unseen
@@ -70,9 +71,15 @@ async def claude_options(
     )
 
 
+def claude_cli_path(env: Mapping[str, str]) -> Path:
+    """The Claude Code CLI a session runs: ``MACUPOS_CLAUDE_CLI``, else the one claude-agent-sdk ships."""
+    configured = env.get("MACUPOS_CLAUDE_CLI")
+    return Path(configured).expanduser() if configured else Path(sdk.__file__).parent / "_bundled" / "claude"
+
+
 def _cli_wrapper(home: Path, env: Mapping[str, str]) -> Path | None:
     """A tiny launcher that puts the CLI in its own session (setsid) so its process group can be killed."""
-    real = env.get("MACUPOS_CLAUDE_CLI") or str(Path(sdk.__file__).parent / "_bundled" / "claude")
+    real = str(claude_cli_path(env))
     if not Path(real).is_file():
         return None  # let the SDK find a CLI; the tag sweep still reaps its processes
     script = f"#!{sys.executable} -IS\nimport os, sys\nos.setsid()\nos.execv({real!r}, [{real!r}, *sys.argv[1:]])\n"

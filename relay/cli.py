@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memory.errors import MemoryStoreError
+from memory.clitypes import StorageFaultExit
+from memory.errors import MemoryStoreError, StorageError
 from relay.errors import CodexError, RelayError
 from relay.events import SessionResult
 from relay.settings import RelaySettings
@@ -68,7 +69,6 @@ async def _wire_codex(session: ClaudeSession, settings: RelaySettings, project: 
 async def _facts_lines(settings: RelaySettings) -> list[str]:
     """The owner's facts tier (≤ 12 lines) for grounding; none, with a warning, when the store can't open."""
     from memory.facts.api import FactsApi
-    from memory.facts.model import FactsError
 
     try:
         facts = await FactsApi.from_settings(settings.memory)
@@ -76,7 +76,7 @@ async def _facts_lines(settings: RelaySettings) -> list[str]:
             return await facts.tiered_injection()
         finally:
             await facts.close()
-    except (MemoryStoreError, FactsError) as exc:  # facts must never stop a run from starting (as in the bot)
+    except MemoryStoreError as exc:  # facts must never stop a run from starting (as in the bot)
         logger.warning("grounding without facts: %s", exc)
         return []
 
@@ -133,6 +133,8 @@ def ask_cmd(
     started: list[Any] = []  # the session, once started: an interrupt still names it
     try:
         result = asyncio.run(_ask(settings, instruction, project, resume, codex, started))
+    except StorageError as exc:  # memory.db cannot be used as it is: exit 3, as every command
+        raise StorageFaultExit(exc) from exc
     except (RelayError, MemoryStoreError) as exc:
         raise click.ClickException(str(exc)) from exc
     except KeyboardInterrupt:
@@ -248,6 +250,8 @@ def run_cmd(
         report = asyncio.run(_run(settings, task, project, wanted, max_rounds, executor, progress))
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
+    except StorageError as exc:
+        raise StorageFaultExit(exc) from exc
     except (RelayError, MemoryStoreError) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:

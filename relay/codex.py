@@ -42,6 +42,7 @@ from openai_codex.types import ReasoningEffort, TurnStatus
 
 from relay.errors import CodexError, RelayTimeoutError
 from relay.events import Usage
+from relay.login import codex_login_error, is_codex_unauthorized
 from relay.process import marked_pids
 from relay.stages import HIGHEST, STAGE_BRIEFS, StageConfig
 
@@ -111,6 +112,7 @@ class _Collected:
     answer: str = ""
     status: str = "failed"
     error: str = ""
+    unauthorized: bool = False  # the model API refused the login (see relay.login)
     input_tokens: int = 0
     cached_tokens: int = 0
     output_tokens: int = 0
@@ -265,6 +267,8 @@ class CodexEngine:
         finally:
             if current and self._running.get(current) is handle:
                 self._running.pop(current, None)
+        if collected.status == "failed" and collected.unauthorized:
+            raise codex_login_error(collected.error, thread_id=current)
         if collected.status == "failed":
             raise CodexError(
                 f"Codex {stage} turn failed (thread {current}): {collected.error or 'no reason given'}",
@@ -367,6 +371,7 @@ async def _collect(handle: AsyncTurnHandle) -> _Collected:
             collected.output_tokens += last.output_tokens
         elif isinstance(payload, ErrorNotification) and not payload.will_retry:
             collected.error = _error_text(payload.error.message, payload.error.codex_error_info)
+            collected.unauthorized = is_codex_unauthorized(payload.error.codex_error_info)
         elif isinstance(payload, TurnCompletedNotification):
             turn = payload.turn
             collected.status = {TurnStatus.completed: "completed", TurnStatus.interrupted: "interrupted"}.get(
@@ -374,6 +379,7 @@ async def _collect(handle: AsyncTurnHandle) -> _Collected:
             )
             if turn.error is not None and not collected.error:
                 collected.error = _error_text(turn.error.message, turn.error.codex_error_info)
+                collected.unauthorized = is_codex_unauthorized(turn.error.codex_error_info)
     collected.answer = agent_texts[-1] if agent_texts else ""
     return collected
 

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-__all__ = ["ArtifactError", "CodexError", "RelayError", "RelayTimeoutError", "SessionError"]
+__all__ = [
+    "ArtifactError",
+    "CodexError",
+    "LoginError",
+    "RelayError",
+    "RelayTimeoutError",
+    "SessionError",
+    "SessionNotFoundError",
+]
 
 
 class RelayError(Exception):
@@ -16,6 +24,31 @@ class SessionError(RelayError):
         super().__init__(message)
         self.session_id = session_id
         self.stderr_tail = stderr_tail
+
+
+class SessionNotFoundError(SessionError):
+    """The session to resume does not exist for this Claude Code config dir (deleted, or from another machine)."""
+
+    def __init__(self, session_id: str, *, stderr_tail: str = "") -> None:
+        super().__init__(
+            f"Claude Code has no session {session_id} to resume", session_id=session_id, stderr_tail=stderr_tail
+        )
+
+
+class LoginError(RelayError):
+    """Claude Code or Codex was refused by its API for its login: expired, revoked or an invalid key.
+
+    ``engine`` is "claude" or "codex"; ``detail`` is what the API said; ``fix`` is the step that mends it
+    (the same wording ``macupos doctor`` gives). Retrying cannot help, so callers say it and stop.
+    """
+
+    def __init__(self, engine: str, detail: str, *, fix: str, session_id: str = "") -> None:
+        name = "Claude Code" if engine == "claude" else "Codex"
+        super().__init__(f"{name}'s login has expired or is invalid ({detail}). Fix: {fix}")
+        self.engine = engine
+        self.detail = detail
+        self.fix = fix
+        self.session_id = session_id
 
 
 class CodexError(RelayError):

@@ -7,6 +7,7 @@ from typing import Any
 
 __all__ = [
     "HandoffReady",
+    "LoginRefused",
     "PermissionRequest",
     "RelayEvent",
     "SessionResult",
@@ -105,4 +106,23 @@ class HandoffReady:
     markdown: str
 
 
-RelayEvent = TextDelta | ToolStart | ToolEnd | StageStart | StageEnd | PermissionRequest | SessionResult | HandoffReady
+@dataclass(frozen=True, slots=True)
+class LoginRefused:
+    """An engine's API refused its login in a turn the relay reported to the model rather than raised (a
+    Codex tool call of a Claude session): the owner still needs to hear it, with the fix."""
+
+    engine: str  # claude | codex
+    message: str  # LoginError's text: which login, what the API said, the fix
+
+
+RelayEvent = (
+    TextDelta
+    | ToolStart
+    | ToolEnd
+    | StageStart
+    | StageEnd
+    | PermissionRequest
+    | SessionResult
+    | HandoffReady
+    | LoginRefused
+)

@@ -7,15 +7,19 @@ the RPA run and stage, the engine and model, tokens and USD where the engine rep
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
 from memory.db import Database
+from memory.errors import StorageError
 from relay.events import Usage
 
 __all__ = ["Ledger", "LedgerTotal"]
+
+logger = logging.getLogger(__name__)
 
 
 GroupBy = Literal["session", "run", "engine"]
@@ -63,32 +67,36 @@ class Ledger:
         duration_s: float = 0.0,
         rollout_path: Path | str = "",
     ) -> int:
-        """Append one row; returns its id."""
+        """Append one row; returns its id (0 when a storage fault kept it out: logged, not raised)."""
         if engine not in {"claude", "codex"}:
             raise ValueError(f"ledger engine must be 'claude' or 'codex', not {engine!r}")
-        async with self.db.write() as conn:
-            cur = await conn.execute(
-                "INSERT INTO ledger(ts, engine, session_id, thread_id, run_id, stage, model, input_tokens, "
-                "output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, duration_s, rollout_path) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    datetime.now(UTC).isoformat(timespec="milliseconds"),
-                    engine,
-                    session_id,
-                    thread_id,
-                    run_id,
-                    stage,
-                    model,
-                    usage.input_tokens,
-                    usage.output_tokens,
-                    usage.cache_read_tokens,
-                    usage.cache_write_tokens,
-                    usage.cost_usd,
-                    float(duration_s),
-                    str(rollout_path),
-                ),
-            )
-            row_id = cur.lastrowid
+        try:
+            async with self.db.write() as conn:
+                cur = await conn.execute(
+                    "INSERT INTO ledger(ts, engine, session_id, thread_id, run_id, stage, model, input_tokens, "
+                    "output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, duration_s, rollout_path) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        datetime.now(UTC).isoformat(timespec="milliseconds"),
+                        engine,
+                        session_id,
+                        thread_id,
+                        run_id,
+                        stage,
+                        model,
+                        usage.input_tokens,
+                        usage.output_tokens,
+                        usage.cache_read_tokens,
+                        usage.cache_write_tokens,
+                        usage.cost_usd,
+                        float(duration_s),
+                        str(rollout_path),
+                    ),
+                )
+                row_id = cur.lastrowid
+        except StorageError as exc:  # a full or damaged disk costs this row, never the run's answer
+            logger.warning("cost of %s %s not recorded: %s", engine, session_id or thread_id, exc)
+            return 0
         return int(row_id or 0)
 
     async def totals(self, by: GroupBy = "session") -> list[LedgerTotal]:

@@ -20,8 +20,8 @@ from typing import Any
 from claude_agent_sdk import McpSdkServerConfig, SdkMcpTool, create_sdk_mcp_server, tool
 
 from relay.codex import CodexEngine, CodexTurn, find_rollout
-from relay.errors import RelayError
-from relay.events import RelayEvent, StageEnd, StageStart, Usage
+from relay.errors import LoginError, RelayError
+from relay.events import LoginRefused, RelayEvent, StageEnd, StageStart, Usage
 from relay.stages import StageConfig
 
 __all__ = ["SERVER_NAME", "TOOL_NAMES", "RelayTools", "ToolReply", "build_relay_server", "footer"]
@@ -115,6 +115,8 @@ class RelayTools:
                 await self.on_turn(
                     CodexTurn(failed_thread, "", config.model or "", elapsed, Usage(), rollout, "failed", stage)
                 )
+            if isinstance(exc, LoginError):
+                await self._emit(LoginRefused(exc.engine, str(exc)))
             return ToolReply(f"Codex ({stage}) failed: {exc}", is_error=True)
         await self._emit(
             StageEnd(

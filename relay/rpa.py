@@ -24,10 +24,10 @@ from typing import Any, Literal
 
 from memory.api import Eywa
 from memory.errors import MemoryStoreError
+from relay.approvals import ApprovalHandler
 from relay.artifacts import ArtifactHeader, artifact_name, new_run_id, store_artifact
-from relay.claude_options import CanUseTool
 from relay.codex import CodexEngine, CodexTurn, find_rollout
-from relay.errors import ArtifactError, CodexError, RelayError
+from relay.errors import ArtifactError, CodexError, LoginError, RelayError
 from relay.events import StageEnd, StageStart, Usage
 from relay.ledger import Ledger
 from relay.rpa_report import RunReport, StageOutcome, phone_summary
@@ -329,14 +329,16 @@ async def run_rpa(
     ledger: Ledger | None = None,
     facts_lines: Sequence[str] = (),
     executor: Executor = "codex",
-    can_use_tool: CanUseTool | None = None,
+    approve: ApprovalHandler | None = None,
     run_id: str | None = None,
 ) -> RunReport:
     """Run the stages in their fixed order (``stages`` picks which) and report.
 
     A failing stage (Claude or Codex error, timeout) stops the run: its artifact says why and the report
-    carries ``error``. ValueError for unknown stages or a stage without the one it depends on. The caller
-    owns ``codex`` (and its app-server); the Claude sessions are the run's own and always closed.
+    carries ``error``; a refused login (LoginError) is raised after the report is stored, as retrying cannot
+    help. ValueError for unknown stages or a stage without the one it depends on. The caller
+    owns ``codex`` (and its app-server); the Claude sessions are the run's own and always closed. ``approve``
+    answers the tool calls of Claude's execute session that need the owner's consent.
     """
     wanted = _check_stages(stages, max_rounds)
     if executor not in ("codex", "claude"):
@@ -369,7 +371,7 @@ async def run_rpa(
             project_dir=run.project_dir,
             eywa=eywa,
             facts_lines=facts_lines,
-            can_use_tool=can_use_tool if execute else None,
+            approve=approve if execute else None,
             on_event=on_event,
             ledger=ledger,
             run_id=run.run_id,
@@ -385,11 +387,13 @@ async def run_rpa(
         raise ArtifactError(run.run_dir, exc.strerror or str(exc)) from exc
     started = time.monotonic()
     error = ""
+    refused: LoginError | None = None
     try:
         main = await open_session(execute=False)
         await run.go(wanted, max_rounds, executor, main, open_session)
     except RelayError as exc:
         error = str(exc)
+        refused = exc if isinstance(exc, LoginError) else None
         logger.warning("RPA run %s stopped: %s", run.run_id, exc)
     finally:
         await run.close()
@@ -403,4 +407,6 @@ async def run_rpa(
         await store_artifact(run.run_dir, name, header, body)
     except ArtifactError as exc:  # the report itself is returned: the caller still shows it
         logger.warning("%s", exc)
+    if refused is not None:
+        raise refused  # a refused login stops every run alike: the caller names it and its fix (report kept)
     return report

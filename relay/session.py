@@ -18,24 +18,27 @@ from pathlib import Path
 from typing import Any
 
 import claude_agent_sdk as sdk
-from claude_agent_sdk import ClaudeSDKClient, PermissionResult, ToolPermissionContext
+from claude_agent_sdk import ClaudeSDKClient
 
 from memory.api import Eywa
-from relay.claude_options import TAG_ENV, CanUseTool, claude_options
-from relay.errors import RelayTimeoutError, SessionError
+from relay.approvals import ApprovalHandler
+from relay.claude_options import TAG_ENV, claude_options
+from relay.claude_permission import PermissionGate
+from relay.errors import LoginError, RelayError, RelayTimeoutError, SessionError, SessionNotFoundError
 from relay.events import (
     HandoffReady,
-    PermissionRequest,
     RelayEvent,
     SessionResult,
     TextDelta,
 )
 from relay.grounding import build_grounding, ensure_rules_file
 from relay.ledger import Ledger
+from relay.login import claude_login_error
 from relay.process import kill_marked, marked_pids
 from relay.sdk_events import translate, usage_of
 from relay.session_memory import ingest_session, session_files
 from relay.settings import RelaySettings
+from relay.user_message import ImageInput, user_messages
 
 __all__ = ["ClaudeSession", "EventSink", "tagged_pids"]
 
@@ -45,6 +48,8 @@ EventSink = Callable[[RelayEvent], Awaitable[None]]
 
 _STDERR_LINES = 40
 _INTERRUPT_GRACE_S = 2.0
+# What the CLI says (stderr, and the errors of its result) when asked to resume a session it does not have.
+_NOT_FOUND = "No conversation found with session ID"
 
 
 def tagged_pids(tag: str) -> list[int]:
@@ -68,12 +73,13 @@ class ClaudeSession:
         facts_lines: Sequence[str],
         resume: str | None,
         mcp_servers: Mapping[str, Any],
-        can_use_tool: CanUseTool | None,
+        approve: ApprovalHandler | None,
         on_event: EventSink | None,
         ledger: Ledger | None,
         run_id: str,
         stage: str,
         project: str | None,
+        continued: tuple[str, str] | None = None,
     ) -> None:
         self.settings = settings
         self.project_dir = project_dir
@@ -85,12 +91,13 @@ class ClaudeSession:
         self.run_id = run_id
         self.stage = stage
         self.project = project if project is not None else project_dir.name
+        self.continued = continued  # (session id, handoff) of a session this fresh one stands in for
         self.tag = uuid.uuid4().hex
         # A new session gets its id from us, so even a run killed before the CLI reports it can be ingested.
         self.session_id = resume or str(uuid.uuid4())
         self.grounding = ""  # the system-prompt appendix the CLI was started with
         self.model = ""  # the model of the latest result, as the CLI reported it
-        self._can_use_tool = can_use_tool
+        self._permission = PermissionGate(settings, approve, self.emit, lambda: self.session_id)
         self._on_event = on_event
         self._client: ClaudeSDKClient | None = None
         self._pid: int | None = None
@@ -102,6 +109,7 @@ class ClaudeSession:
         self._interrupted = False
         self._closed = False
         self._cost_seen = 0.0
+        self._login: LoginError | None = None  # the API refused the login during this run
         self._ended: HandoffReady | None = None
 
     @classmethod
@@ -114,14 +122,21 @@ class ClaudeSession:
         facts_lines: Sequence[str] = (),
         resume: str | None = None,
         mcp_servers: Mapping[str, Any] | None = None,
-        can_use_tool: CanUseTool | None = None,
+        approve: ApprovalHandler | None = None,
         on_event: EventSink | None = None,
         ledger: Ledger | None = None,
         run_id: str = "",
         stage: str = "",
         project: str | None = None,
+        continued: tuple[str, str] | None = None,
     ) -> ClaudeSession:
-        """Prepare a session in ``project_dir``. The CLI starts with the first instruction, grounded on it."""
+        """Prepare a session in ``project_dir``. The CLI starts with the first instruction, grounded on it.
+
+        ``approve`` answers the tool calls that need the owner's consent; without it they are denied. Resuming
+        a session the CLI does not have raises :class:`SessionNotFoundError` at the first instruction; a fresh
+        session given ``continued`` (session id, handoff markdown) is grounded on that handoff first.
+        A login the API refuses raises :class:`LoginError`.
+        """
         if not project_dir.is_dir():
             raise SessionError(f"project folder {project_dir} does not exist")
         await asyncio.to_thread(ensure_rules_file, settings.rules_path)
@@ -132,12 +147,13 @@ class ClaudeSession:
             facts_lines=facts_lines,
             resume=resume,
             mcp_servers=mcp_servers or {},
-            can_use_tool=can_use_tool,
+            approve=approve,
             on_event=on_event,
             ledger=ledger,
             run_id=run_id,
             stage=stage,
             project=project,
+            continued=continued,
         )
 
     # -- wiring ---------------------------------------------------------------------------------
@@ -182,33 +198,34 @@ class ClaudeSession:
 
     # -- running --------------------------------------------------------------------------------
 
-    async def send(self, instruction: str) -> SessionResult:
-        """Run one instruction to its result (a follow-up reuses the live CLI process)."""
+    async def send(self, instruction: str, *, images: Sequence[ImageInput] = ()) -> SessionResult:
+        """Run one instruction (and its images) to its result (a follow-up reuses the live CLI process)."""
         result: SessionResult | None = None
-        async for event in self.stream(instruction):
+        async for event in self.stream(instruction, images=images):
             if isinstance(event, SessionResult):
                 result = event
         if result is None:
             raise SessionError("the run ended without a result", session_id=self.session_id)
         return result
 
-    async def stream(self, instruction: str) -> AsyncIterator[RelayEvent]:
-        """Run one instruction, yielding our events; the last one of a finished run is a SessionResult."""
+    async def stream(self, instruction: str, *, images: Sequence[ImageInput] = ()) -> AsyncIterator[RelayEvent]:
+        """Run one instruction, yielding our events; the last one of a finished run is a SessionResult.
+
+        ``images`` go with the instruction as image blocks of the same user message.
+        """
         async with self._lock:
             if self._closed:
                 raise SessionError("the session is closed", session_id=self.session_id)
             client = await self._connect(instruction)
-            self._running, self._interrupted = True, False
+            self._running, self._interrupted, self._login = True, False, None
             try:
-                await client.query(instruction)
+                await client.query(user_messages(instruction, images) if images else instruction)
                 async for event in self._supervised(client):
                     await self.emit(event)
                     yield event
             except sdk.ClaudeSDKError as exc:
                 await self._end(kill=True)
-                raise SessionError(
-                    f"Claude Code failed: {exc}", session_id=self.session_id, stderr_tail=self._stderr_tail()
-                ) from exc
+                raise self._failure(f"Claude Code failed: {exc}", exc) from exc
             except BaseException:
                 # Cancelled, abandoned mid-run, or an error the SDK did not type: the CLI may still be
                 # producing this turn, so the session cannot continue. Interrupt it so it writes its
@@ -257,6 +274,7 @@ class ClaudeSession:
             eywa=self.eywa,
             instruction=instruction,
             project=self.project,
+            continued=self.continued,
         )
         options = await claude_options(
             s,
@@ -276,7 +294,7 @@ class ClaudeSession:
         # The SDK raises a bare Exception when the CLI's initialize handshake times out.
         except Exception as exc:
             _kill_all(None, self.tag)
-            raise SessionError(f"Claude Code did not start: {exc}", stderr_tail=self._stderr_tail()) from exc
+            raise self._failure(f"Claude Code did not start: {exc}", exc) from exc
         transport = getattr(client, "_transport", None)  # the SDK exposes no PID; this is best effort
         process = getattr(transport, "_process", None)
         self._pid = getattr(process, "pid", None)
@@ -306,9 +324,7 @@ class ClaudeSession:
                     message = await anext(messages)
             except StopAsyncIteration:
                 await self._end(kill=True)
-                raise SessionError(
-                    "Claude Code stopped without a result", session_id=self.session_id, stderr_tail=self._stderr_tail()
-                ) from None
+                raise self._failure("Claude Code stopped without a result") from None
             except TimeoutError:
                 kind, limit = ("deadline", self.settings.deadline_s) if left <= idle else ("idle", idle)
                 await self._end(kill=True)
@@ -321,20 +337,14 @@ class ClaudeSession:
                 ) from None
             except sdk.ClaudeSDKError as exc:
                 await self._end(kill=True)
-                raise SessionError(
-                    f"Claude Code failed: {exc}", session_id=self.session_id, stderr_tail=self._stderr_tail()
-                ) from exc
+                raise self._failure(f"Claude Code failed: {exc}", exc) from exc
             if isinstance(message, sdk.ResultMessage):
                 result = self._result(message, texts)
                 yield result
                 await self._record(result, message)
                 if message.is_error and not self._interrupted and message.subtype != "error_max_turns":
                     await self._end(kill=False)
-                    raise SessionError(
-                        f"Claude Code run failed: {result.answer or message.subtype}",
-                        session_id=self.session_id,
-                        stderr_tail=self._stderr_tail(),
-                    )
+                    raise self._failure(f"Claude Code run failed: {result.answer or message.subtype}")
                 return
             for event in self._translate(message):
                 if isinstance(event, TextDelta):
@@ -343,6 +353,9 @@ class ClaudeSession:
 
     def _translate(self, message: Any) -> list[RelayEvent]:
         reported, events = translate(message, self.session_id)
+        if isinstance(message, sdk.AssistantMessage) and message.error is not None:
+            text = " ".join(b.text for b in message.content if isinstance(b, sdk.TextBlock))
+            self._login = claude_login_error(message.error, text, session_id=self.session_id) or self._login
         self._note_session(reported)
         return events
 
@@ -387,24 +400,18 @@ class ClaudeSession:
             duration_s=result.duration_s,
         )
 
-    async def _permission(
-        self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
-    ) -> PermissionResult:
-        request_id = context.tool_use_id or uuid.uuid4().hex
-        await self.emit(PermissionRequest(self.session_id, tool_name, dict(tool_input), request_id))
-        if tool_name in self.settings.disallowed_tools:
-            return sdk.PermissionResultDeny(message=f"{tool_name} is disallowed by the owner's configuration.")
-        if self._can_use_tool is not None:
-            return await self._can_use_tool(tool_name, tool_input, context)
-        return sdk.PermissionResultDeny(
-            message=(
-                f"{tool_name} needs the owner's approval (permission mode {self.settings.permission_mode!r}, not in "
-                "the allowed tools) and no one is here to approve it: denied. Continue without it or ask the owner."
-            )
-        )
-
     def _stderr_tail(self) -> str:
         return "\n".join(self._stderr)
+
+    def _failure(self, message: str, exc: BaseException | None = None) -> RelayError:
+        """The error for a failed run; a resume the CLI could not find and a refused login are typed, so
+        callers need no stderr."""
+        if self._login is not None:
+            return self._login
+        tail = self._stderr_tail()
+        if self.resume and _NOT_FOUND in f"{tail}\n{exc or ''}":
+            return SessionNotFoundError(self.resume, stderr_tail=tail)
+        return SessionError(message, session_id=self.session_id, stderr_tail=tail)
 
     async def _end(self, *, kill: bool, interrupt: bool = False) -> HandoffReady | None:
         """Stop the CLI (killing it when asked), sweep strays, ingest, emit HandoffReady. Runs once."""

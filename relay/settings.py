@@ -6,6 +6,7 @@ same mapping is what the Claude Code and Codex CLIs inherit.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from types import MappingProxyType
 from typing import Any, Literal, cast
 
 from memory.settings import MemorySettings
+from relay.stages import stage_configs
 
 __all__ = ["PERMISSION_MODES", "PermissionModeName", "RelaySettings", "read_config_toml"]
 
@@ -25,21 +27,37 @@ DEFAULT_DEADLINE_S = 30 * 60.0
 DEFAULT_IDLE_TIMEOUT_S = 5 * 60.0
 
 
-def _tools(raw: Any) -> tuple[str, ...]:
+def _tools(raw: Any, name: str) -> tuple[str, ...]:
     if raw is None:
         return ()
     if isinstance(raw, str):
         return tuple(t for t in (x.strip() for x in raw.split(",")) if t)
+    if not isinstance(raw, list | tuple):
+        raise ValueError(f"relay setting {name} must be a comma-separated string or a list, not {raw!r}")
     return tuple(str(t).strip() for t in raw if str(t).strip())
+
+
+def _count(name: str, raw: Any) -> int | None:
+    if raw is None or raw == "":
+        return None
+    try:
+        if isinstance(raw, bool) or not isinstance(raw, int | str):
+            raise ValueError  # a float (inf, 1.5), a list: not a count
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"relay setting {name} must be a whole number, not {raw!r}") from None
+    if value <= 0:
+        raise ValueError(f"relay setting {name} must be positive, not {value}")
+    return value
 
 
 def _positive(name: str, raw: Any) -> float:
     try:
         value = float(raw)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: an int beyond any float
         raise ValueError(f"relay setting {name} must be a number of seconds, not {raw!r}") from exc
-    if value <= 0:
-        raise ValueError(f"relay setting {name} must be positive, not {value}")
+    if not value > 0 or math.isinf(value):  # NaN fails "> 0" too; an endless wait is no deadline
+        raise ValueError(f"relay setting {name} must be a positive number of seconds, not {raw!r}")
     return value
 
 
@@ -88,6 +106,8 @@ class RelaySettings:
         ``[relay.stages.<stage>]`` tables. Raises ValueError for a bad value, so a typo fails at startup.
         """
         table: Mapping[str, Any] = (toml or {}).get("relay", {}) or {}
+        if not isinstance(table, Mapping):
+            raise ValueError(f"[relay] must be a table, not {table!r}")
 
         def pick(env_key: str, toml_key: str, default: Any) -> Any:
             if env.get(env_key):
@@ -104,13 +124,16 @@ class RelaySettings:
             raise ValueError(f"permission mode must be one of {PERMISSION_MODES}, not {mode!r}")
         model = str(pick("MACUPOS_CLAUDE_MODEL", "claude_model", "") or "") or None
         rules = pick("MACUPOS_MEMORY_MD", "memory_md", "")
-        rules_path = Path(str(rules)).expanduser() if rules else memory.home / "MEMORY.md"
+        try:
+            rules_path = Path(str(rules)).expanduser() if rules else memory.home / "MEMORY.md"
+        except RuntimeError:  # "~name/…" of a user this machine does not know
+            raise ValueError(f"relay setting memory_md names an unknown user's home: {rules!r}") from None
         sources_raw = pick("MACUPOS_CLAUDE_SETTING_SOURCES", "setting_sources", None)
         sources: tuple[str, ...] | None
         if sources_raw is None:
             sources = None
         else:
-            sources = _tools(sources_raw)
+            sources = _tools(sources_raw, "setting_sources")
             bad = sorted(set(sources) - {"user", "project", "local"})
             if bad:
                 raise ValueError(f"unknown Claude Code setting source(s) {bad} (known: user, project, local)")
@@ -118,21 +141,24 @@ class RelaySettings:
         stages_raw = table.get("stages", {}) or {}
         if not isinstance(stages_raw, Mapping):
             raise ValueError("[relay.stages] must be a table of per-stage tables")
+        if not all(isinstance(v, Mapping) for v in stages_raw.values()):
+            raise ValueError("[relay.stages] must be a table of per-stage tables")
         stages = MappingProxyType({str(k): MappingProxyType(dict(v)) for k, v in stages_raw.items()})
+        stage_configs(stages)  # a typo in [relay.stages.*] fails here, at startup, not at the first Codex turn
         return cls(
             memory=memory,
             rules_path=rules_path,
             claude_model=model,
             permission_mode=cast(PermissionModeName, mode),
-            allowed_tools=_tools(pick("MACUPOS_ALLOWED_TOOLS", "allowed_tools", None)),
-            disallowed_tools=_tools(pick("MACUPOS_DISALLOWED_TOOLS", "disallowed_tools", None)),
+            allowed_tools=_tools(pick("MACUPOS_ALLOWED_TOOLS", "allowed_tools", None), "allowed_tools"),
+            disallowed_tools=_tools(pick("MACUPOS_DISALLOWED_TOOLS", "disallowed_tools", None), "disallowed_tools"),
             deadline_s=_positive("deadline_s", pick("MACUPOS_RELAY_DEADLINE_S", "deadline_s", DEFAULT_DEADLINE_S)),
             idle_timeout_s=_positive(
                 "idle_timeout_s", pick("MACUPOS_RELAY_IDLE_TIMEOUT_S", "idle_timeout_s", DEFAULT_IDLE_TIMEOUT_S)
             ),
             setting_sources=sources,
             memory_mcp=_flag(pick("MACUPOS_RELAY_MEMORY_MCP", "memory_mcp", "1")),
-            max_turns=int(turns_raw) if turns_raw not in (None, "") else None,
+            max_turns=_count("max_turns", turns_raw),
             env=MappingProxyType(dict(env)),
             codex_stages=stages,
         )

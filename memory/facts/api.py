@@ -27,10 +27,12 @@ from memory.facts.commands import COMMANDS, Session, recall_targets
 from memory.facts.decay import DEFAULT_HALF_LIFE_DAYS
 from memory.facts.engine import FactsEngine, link_id
 from memory.facts.model import FactsError, Memory
-from memory.facts.snapshot import parse_snapshot, render_snapshot, same_content, write_atomic
+from memory.facts.snapshot import parse_snapshot, render_snapshot, same_content
 from memory.facts.tcl import Sandbox, SandboxCrash, ScriptLimits, ScriptResult
+from memory.fsutil import write_atomic
 from memory.redact import Redactor
 from memory.settings import MemorySettings
+from memory.storage_faults import os_fault, sqlite_fault
 
 __all__ = ["FactsApi", "LoadReport", "ScriptLimits", "ScriptResult"]
 
@@ -117,9 +119,12 @@ class FactsApi:
         )
         try:
             engine = await loop.run_in_executor(executor, make)
-        except (sqlite3.Error, OSError) as exc:
+        except sqlite3.Error as exc:
             executor.shutdown(wait=False)
-            raise MemoryStoreError(f"cannot open the facts store: {exc}") from exc
+            raise sqlite_fault(db_path, exc) or MemoryStoreError(f"cannot open the facts store: {exc}") from exc
+        except OSError as exc:
+            executor.shutdown(wait=False)
+            raise os_fault(exc) or MemoryStoreError(f"cannot open the facts store: {exc}") from exc
         api = cls(engine, executor, limits or ScriptLimits(), snapshot_every)
         try:
             await api.replay_new()
@@ -134,10 +139,10 @@ class FactsApi:
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._executor, partial(fn, *args, **kwargs))
-        except sqlite3.Error as exc:
-            raise MemoryStoreError(f"facts database error: {exc}") from exc
+        except sqlite3.Error as exc:  # a storage fault is typed like the memory core's own (one way out)
+            raise sqlite_fault(self.engine.db_path, exc) or MemoryStoreError(f"facts database error: {exc}") from exc
         except OSError as exc:
-            raise MemoryStoreError(f"facts storage error: {exc.strerror or exc}") from exc
+            raise os_fault(exc) or MemoryStoreError(f"facts storage error: {exc.strerror or exc}") from exc
 
     # -- worker-thread bodies ---------------------------------------------------------------------
 

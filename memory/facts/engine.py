@@ -68,6 +68,7 @@ class FactsEngine:
         self.half_life_ms = half_life_days * decay.DAY_MS
         self.origin = load_origin(facts_dir)
         self.log = EventLog(facts_dir / "events", self.origin)
+        self.db_path = db_path
         self.conn = sqlite3.connect(db_path, timeout=busy_timeout_ms / 1000, isolation_level=None)
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         self.conn.execute("PRAGMA journal_mode = WAL")

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
+from memory.errors import MemoryStoreError
+
 __all__ = [
     "FACT",
     "RELATIONSHIP",
@@ -34,8 +36,10 @@ _NAME_RE = re.compile(r"^[^\s\x00-\x1f\x7f]+$")
 RESERVED = frozenset({"all"})
 
 
-class FactsError(Exception):
-    """A refused operation (unknown id, duplicate id, bad field...); scripts see it as a Tcl error."""
+class FactsError(MemoryStoreError):
+    """A refused operation (unknown id, duplicate id, bad field...); scripts see it as a Tcl error.
+
+    Under the memory core's one root, so a caller that must not fail on memory catches MemoryStoreError alone."""
 
 
 class State(StrEnum):

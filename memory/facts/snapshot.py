@@ -9,14 +9,14 @@ data, and substitutions (``$``, ``[``) are refused.
 
 from __future__ import annotations
 
-import os
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from memory.facts.model import RELATIONSHIP, FactsError, Memory, State, component
 from memory.facts.tclwords import TclSyntaxError, format_list, split_command
+from memory.timeutil import parse_iso
 
 __all__ = [
     "HEADER",
@@ -27,7 +27,6 @@ __all__ = [
     "render_line",
     "render_snapshot",
     "same_content",
-    "write_atomic",
 ]
 
 HEADER = (
@@ -44,11 +43,9 @@ def iso_ms(ms: int) -> str:
 
 def parse_iso_ms(text: str) -> int:
     try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        parsed = parse_iso(text)
     except ValueError:
         raise FactsError(f"not an ISO-8601 time: {text!r}") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
     return round(parsed.timestamp() * 1000)
 
 
@@ -84,15 +81,6 @@ def render_snapshot(memories: list[Memory]) -> str:
     return HEADER + "".join(render_line(m) + "\n" for m in ordered)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 @dataclass(slots=True)
 class LoadEntry:
     line_no: int
@@ -102,22 +90,29 @@ class LoadEntry:
     provenance: str = ""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _TIME_META = {"created": "created_ms", "clock": "ts_ms", "seen": "last_access_ms", "marked": "sweep_marked_ms"}
 
 
 def _parse_meta(comment: str, line_no: int) -> tuple[dict[str, Any], str]:
     if not comment:
         return {}, ""
-    words, _ = split_command(comment)
+    try:
+        words, _ = split_command(comment)
+    except TclSyntaxError as exc:
+        raise FactsError(f"line {line_no}: the ;# metadata: {exc}") from None
     if len(words) % 2:
         raise FactsError(f"line {line_no}: the ;# metadata needs key value pairs")
     meta: dict[str, Any] = {}
     provenance = ""
     for key, value in zip(words[::2], words[1::2], strict=True):
         if key in _TIME_META:
-            meta[_TIME_META[key]] = parse_iso_ms(value)
+            try:
+                meta[_TIME_META[key]] = parse_iso_ms(value)
+            except FactsError as exc:
+                raise FactsError(f"line {line_no}: {exc}") from None
         elif key == "access":
-            if not value.isdigit():
+            if not (value.isascii() and value.isdigit()):  # "²" is a digit int() refuses
                 raise FactsError(f"line {line_no}: access must be a count, got {value!r}")
             meta["access_count"] = int(value)
         elif key == "state":
@@ -153,6 +148,9 @@ def parse_snapshot(text: str) -> list[LoadEntry]:
         else:
             raise FactsError(f"line {n}: only remember and link lines can be loaded, not {op!r}")
         meta, provenance = _parse_meta(comment, n)
+        if any(_SURROGATE.search(w) for w in (*args, provenance)):
+            # A \ud800-style escape names half of a pair: no character, and nothing SQLite can store.
+            raise FactsError(f"line {n}: a \\u escape names half of a surrogate pair, not a character")
         entries.append(LoadEntry(n, op, args, meta, provenance))
     return entries
 

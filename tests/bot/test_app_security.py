@@ -131,6 +131,23 @@ async def test_only_the_owner_can_answer_an_approval_and_an_allowed_tool_runs(h:
     assert "allowed" in h.tg.messages(OWNER)[card["message_id"]]["text"]
 
 
+async def test_allow_for_this_session_lets_the_same_tool_run_again_without_asking(h: Harness) -> None:
+    h.claude.enqueue(
+        ToolUse("Bash", {"command": "touch first.txt", "description": "make a file"}),
+        ToolUse("Bash", {"command": "touch second.txt", "description": "make another"}),
+        "Made both.",
+    )
+    await h.start()
+    h.tg.push_message(OWNER, OWNER, "make two files")
+    card = await _approval(h)
+    assert "touch first.txt" in card["text"]
+    h.tg.push_callback(OWNER, OWNER, card["message_id"], button(card, "for this session"))
+    await h.wait_text(lambda t: "Made both." in t)
+    assert (h.project / "first.txt").exists() and (h.project / "second.txt").exists()
+    assert "allowed for this session" in h.tg.messages(OWNER)[card["message_id"]]["text"]
+    assert len([m for m in h.tg.messages(OWNER).values() if "🔐" in str(m.get("text", ""))]) == 1
+
+
 async def test_an_unanswered_approval_is_denied_after_the_timeout(
     tmp_path: Path, telegram_double: TelegramDouble
 ) -> None:

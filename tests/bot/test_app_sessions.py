@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -112,6 +113,23 @@ async def test_a_terse_follow_up_resumes_the_finished_session_and_forget_removes
     h.tg.push_callback(OWNER, OWNER, cards[-1]["message_id"], button(cards[-1], "Forget"))
     await h.wait_message(lambda m: "Forgotten" in str(m.get("text", "")))
     assert first not in [row.session_id for row in await app.services.eywa.list_handoffs(limit=50)]
+
+
+async def test_a_session_claude_code_no_longer_has_is_replaced_by_a_fresh_one_and_the_owner_told(h: Harness) -> None:
+    h.claude.enqueue("Started over and fixed it.")
+    app = await h.start()
+    assert app.services is not None
+    gone = str(uuid.uuid4())  # e.g. the Claude Code config folder was wiped since
+    await app.services.state.set_session(OWNER, gone)
+    h.tg.push_message(OWNER, OWNER, "fix the flaky export test")
+    await h.wait_text(lambda t: "Started over and fixed it." in t)
+    assert "Could not resume the earlier session; starting a new one." in h.texts()
+    assert h.claude.arrivals == 1 and last_user_text(h.claude.bodies[0]).endswith("fix the flaky export test")
+    fresh = (await app.services.state.chat(OWNER)).session_id
+    assert fresh and fresh != gone
+    await h.wait_message(lambda m: "📒" in str(m.get("text", "")))  # posted once the run was recorded and closed
+    runs = await app.services.state.recent_runs(OWNER)
+    assert [(r.session_id, r.status) for r in runs] == [(fresh, "done")]
 
 
 async def test_a_follow_up_while_the_session_runs_reaches_the_live_session(h: Harness) -> None:

@@ -286,7 +286,7 @@ async def test_the_bot_exits_with_one_line_when_memory_cannot_open(
     async with asyncio.timeout(60):  # no worker thread keeps a failed start alive
         out, err = await proc.communicate()
     text = (out + err).decode()
-    assert proc.returncode == 1 and "Error: the bot could not start" in text and "memory.db" in text
+    assert proc.returncode == 3 and "Error: the bot could not start" in text and "memory.db" in text  # storage fault
     assert "Traceback" not in text
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "Reply",
     "Responder",
     "ToolUse",
+    "auth_error",
     "cli_env",
     "last_user_text",
     "structured_output",
@@ -56,6 +57,19 @@ class ErrorReply:
     status: int = 500
     error_type: str = "api_error"
     message: str = "scripted failure"
+
+
+# What the Messages API answers (401) when the login is refused: an expired OAuth token (a Claude
+# subscription login) or a bad API key.
+_AUTH_MESSAGES = {
+    "expired": "OAuth token has expired. Please obtain a new token or refresh your existing token.",
+    "invalid_key": "invalid x-api-key",
+}
+
+
+def auth_error(kind: str = "expired") -> ErrorReply:
+    """The 401 ``authentication_error`` of a refused login: ``kind`` "expired" (OAuth) or "invalid_key"."""
+    return ErrorReply(401, "authentication_error", _AUTH_MESSAGES[kind])
 
 
 Scripted = Reply | ErrorReply | str | ToolUse
@@ -186,9 +200,15 @@ class AnthropicDouble:
         body = logged.body if isinstance(logged.body, dict) else {}
         reply = self._next(body)
         if isinstance(reply, ErrorReply):
+            request_id = f"req_double_{next(self._ids):06d}"
             return web.json_response(
-                {"type": "error", "error": {"type": reply.error_type, "message": reply.message}},
+                {
+                    "type": "error",
+                    "error": {"type": reply.error_type, "message": reply.message},
+                    "request_id": request_id,
+                },
                 status=reply.status,
+                headers={"request-id": request_id},
             )
         message = self._message(reply, str(body.get("model", "claude-double")))
         if not body.get("stream"):

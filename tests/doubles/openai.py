@@ -34,6 +34,7 @@ __all__ = [
     "Responder",
     "Stall",
     "Text",
+    "auth_error",
     "codex_env",
     "input_texts",
     "write_codex_config",
@@ -65,8 +66,23 @@ class ExecCommand:
 
 @dataclass(frozen=True, slots=True)
 class HttpError:
+    """An API error in OpenAI's shape; :func:`auth_error` gives the 401 of a refused key."""
+
     status: int = 500
     message: str = "scripted failure"
+    type: str = "server_error"
+    code: str | None = None
+
+
+def auth_error() -> HttpError:
+    """What the API answers (401) a key it does not accept (revoked, mistyped, or an expired login's token)."""
+    return HttpError(
+        401,
+        "Incorrect API key provided: sk-doub**********-key. You can find your API key at "
+        "https://platform.openai.com/account/api-keys.",
+        "invalid_request_error",
+        "invalid_api_key",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +244,8 @@ class OpenAIDouble:
         reply = self._next(body)
         if isinstance(reply, HttpError):
             return web.json_response(
-                {"error": {"message": reply.message, "type": "server_error", "code": None}}, status=reply.status
+                {"error": {"message": reply.message, "type": reply.type, "param": None, "code": reply.code}},
+                status=reply.status,
             )
         if isinstance(reply, Stall):
             await self._stopping.wait()

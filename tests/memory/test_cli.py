@@ -132,7 +132,7 @@ def test_non_sqlite_database_is_a_clear_error(home: Path) -> None:
     (home / "data").mkdir()
     (home / "data" / "memory.db").write_text("not a database at all\n")
     r = macupos(home, "stats")
-    assert r.returncode == 1
+    assert r.returncode == 3  # a storage fault (docs/exit-codes.md)
     assert "not a Macupos memory database" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -153,7 +153,7 @@ def test_another_programs_sqlite_file_is_left_untouched(home: Path) -> None:
     conn.close()
     before = (home / "data" / "memory.db").read_bytes()
     r = macupos(home, "stats")
-    assert r.returncode == 1
+    assert r.returncode == 3  # a storage fault (docs/exit-codes.md)
     assert "another program" in r.stderr and "Traceback" not in r.stderr
     assert (home / "data" / "memory.db").read_bytes() == before  # not even switched to WAL
     assert not (home / "data" / "memory.db-wal").exists()

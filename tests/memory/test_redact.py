@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.redact import MARKER_RE, Redactor
+from memory.redact import MARKER_RE, Redactor, hides_value
+from memory.redact_gate import Anchor, Gate
 
 from .conftest import TRANSCRIPTS
 
@@ -181,6 +182,121 @@ def test_text_without_candidates_is_returned_unchanged_and_identical() -> None:
     assert R(text) is text
 
 
+def _fake(alphabet: str, n: int) -> str:
+    """An obviously fake token body: the alphabet in order, repeated."""
+    return (alphabet * (n // len(alphabet) + 1))[:n]
+
+
+_HEX = "0123456789abcdef"
+_B62 = string.ascii_letters + string.digits
+
+
+def test_telegram_token_in_a_bot_api_url_is_redacted_and_the_url_kept() -> None:
+    token = "1234567890:AA" + _fake(_B62, 33)
+    out = R(f"GET https://api.telegram.org/bot{token}/getUpdates?timeout=30")
+    assert out == "GET https://api.telegram.org/bot[REDACTED:telegram-bot-token]/getUpdates?timeout=30"
+
+
+def test_twilio_account_sid_and_its_auth_token_are_both_redacted() -> None:
+    out = R(f'client = Client("AC{_fake(_HEX, 32)}", "{_fake(_HEX[::-1], 32)}")')
+    assert out == 'client = Client("[REDACTED:twilio-key]", "[REDACTED:twilio-key]")'
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "Server=db;Database=app;User Id=sa;Password=two words;Encrypt=yes",
+            "Server=db;Database=app;User Id=sa;Password=[REDACTED:connection-string-password];Encrypt=yes",
+        ),
+        ("Pwd=Q1w2e3r4;Server=x", "Pwd=[REDACTED:connection-string-password];Server=x"),
+        (
+            "jdbc:mysql://db/app?user=me&password=lettersonly&useSSL=true",
+            "jdbc:mysql://db/app?user=me&password=[REDACTED:env-assignment]&useSSL=true",
+        ),
+        ("mysql -u root --password Q1w2e3r4 app", "mysql -u root --password [REDACTED:cli-password] app"),
+        ("deploy --api-key 'two words'", "deploy --api-key '[REDACTED:cli-password]'"),
+        ("docker login -u me -p Q1w2e3r4 ghcr.io", "docker login -u me -p [REDACTED:cli-password] ghcr.io"),
+        ("curl -u me:Q1w2e3r4 https://x", "curl -u me:[REDACTED:basic-auth] https://x"),
+        (
+            "machine git.example.com\n  login me\n  password Q1w2e3r4\n",
+            "machine git.example.com\n  login me\n  password [REDACTED:netrc-password]\n",
+        ),
+        (  # a raw JSON line: the newline is the two characters \\n
+            '"machine git.example.com login me password Q1w2e3r4\\nmachine b"',
+            '"machine git.example.com login me password [REDACTED:netrc-password]\\nmachine b"',
+        ),
+        (
+            '{"auths": {"ghcr.io": {"auth": "' + base64.b64encode(b"me:Q1w2e3r4").decode() + '"}}}',
+            '{"auths": {"ghcr.io": {"auth": "[REDACTED:docker-auth]"}}}',
+        ),
+        (
+            "https://a.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=" + _fake(_B62, 43) + "%3D",
+            "https://a.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=[REDACTED:url-signature]",
+        ),
+    ],
+)
+def test_secrets_that_their_context_gives_away_are_redacted(text: str, expected: str) -> None:
+    assert R(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password = get_password();",
+        "echo $PW | docker login --username me --password-stdin ghcr.io",
+        "gh auth login --token-file ~/token.txt",
+        "The machine room password is on the whiteboard.",
+        "API_KEY = settings.API_KEY",
+        "if not API_KEY: raise ValueError('missing key')",
+        "const SECRET = await getSecret(name);",
+        "docker run -u 1000:1000 nginx",
+        "key-value store; cache key-d41d8cd98f00b204e9800998ecf8427 is 31 hex",
+        "aws s3 cp s3://bucket/k . && git rev-parse HEAD  # 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f",
+    ],
+)
+def test_code_that_only_names_a_secret_is_left_alone(text: str) -> None:
+    assert R(text) == text
+
+
+def test_a_bare_aws_secret_key_is_redacted_where_aws_is_named_and_left_alone_elsewhere() -> None:
+    secret = _fake("wJalrXUtnFEMI/K7MDENG+bPxRfiCY", 40)
+    assert R(f"AWS Secret Access Key [None]: {secret}") == "AWS Secret Access Key [None]: [REDACTED:aws-secret-key]"
+    assert R(f"AKIA{_fake('QWERTYUIOP0123456789', 16)},{secret}").count("[REDACTED:") == 2
+    # Without context 40 base64 characters are as likely a digest or an identifier: kept.
+    assert R(f"digest {secret}") == f"digest {secret}"
+
+
+def test_hides_value_takes_secret_named_keys_but_not_messages_or_placeholders() -> None:
+    assert hides_value("DEPLOY_TOKEN", "two words")
+    assert hides_value("password", "Q1w2e3r4")
+    assert not hides_value("password", "Passwords do not match.")
+    assert not hides_value("api_key", "${API_KEY}")
+    assert not hides_value("HOME", "/root")
+
+
+def test_gate_finds_overlapping_anchors_and_words_in_any_case() -> None:
+    gate = Gate(
+        [
+            (Anchor("sk-"), 0),
+            (Anchor("sk-ant-"), 1),
+            (Anchor("bearer", fold=True), 2),
+            (Anchor(r"-[0-9]{3}x", regex=True), 3),
+            (Anchor("AKIA"), 4),
+        ]
+    )
+    text = "sk-ant-123x and BEARER"
+    assert gate.rules_in(text, text.lower()) == {0, 1, 2, 3}
+    assert gate.rules_in("nothing here", "nothing here") == set()
+
+
+def test_gate_refuses_anchors_that_would_hit_everywhere() -> None:
+    with pytest.raises(ValueError, match="one character"):
+        Gate([(Anchor("_"), 0)])
+    with pytest.raises(ValueError, match="literal character"):
+        Gate([(Anchor("[a-z]+_", regex=True), 0)])
+
+
 # --- properties --------------------------------------------------------------------------------------
 
 _ALNUM = string.ascii_letters + string.digits
@@ -204,6 +320,22 @@ _FRAGMENTS = [
     ":AA",
     "-----BEGIN PRIVATE KEY-----",
     "-----END PRIVATE KEY-----",
+    "machine h.example.com ",
+    "login ",
+    "password ",
+    "--password ",
+    ";Password=",
+    "?token=",
+    "&",
+    "SG.",
+    "dop_v1_",
+    "key-",
+    "AC",
+    "SK",
+    "curl -u ",
+    '"auth": "',
+    "aws ",
+    "\\n",
     "\n",
     " ",
     "=",
@@ -241,6 +373,12 @@ _secrets = st.one_of(
         lambda p: _b64({"alg": "HS256"}) + "." + _b64(p[0]) + "." + p[1]
     ),
     _chars(_ALNUM, 20).map(lambda s: "xoxb-1234-" + s),
+    st.tuples(_chars(_ALNUM + "_-", 22), _chars(_ALNUM + "_-", 43)).map(lambda p: f"SG.{p[0]}.{p[1]}"),
+    _chars("0123456789abcdef", 64).map(lambda s: "dop_v1_" + s),
+    _chars("0123456789abcdef", 32).map(lambda s: "shpat_" + s),
+    _chars("0123456789abcdef", 32).map(lambda s: "SK" + s),
+    _chars("0123456789abcdef", 32).map(lambda s: "key-" + s),
+    _chars(_ALNUM + "_-", 80).map(lambda s: "pypi-AgEIcHlwaS5vcmc" + s),
 )
 
 

@@ -134,6 +134,15 @@ def test_settings_refuse_unsafe_or_unknown_permission_modes(mode: str, tmp_path:
         RelaySettings.from_env({"MACUPOS_PERMISSION_MODE": mode}, None, memory=memory_settings(tmp_path))
 
 
+@pytest.mark.parametrize(
+    ("stages", "message"),
+    [({"plna": {"effort": "high"}}, "unknown relay stage"), ({"plan": {"effort": "hgih"}}, "must be one of")],
+)
+def test_settings_refuse_a_bad_stage_override_at_startup(stages: dict[str, Any], message: str, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=message):
+        RelaySettings.from_env({}, {"relay": {"stages": stages}}, memory=memory_settings(tmp_path))
+
+
 def test_config_toml_missing_is_empty_and_malformed_is_an_error(tmp_path: Path) -> None:
     assert read_config_toml(tmp_path / "none.toml") == {}
     bad = tmp_path / "bad.toml"

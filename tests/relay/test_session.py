@@ -6,18 +6,19 @@ import asyncio
 import json
 import os
 import shutil
+import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
-from claude_agent_sdk import PermissionResultAllow, ToolPermissionContext
 
 from memory.api import Eywa
 from memory.settings import MemorySettings
+from relay.approvals import ApprovalDecision, ApprovalRequest
 from relay.codex import CodexTurn
-from relay.errors import RelayTimeoutError, SessionError
+from relay.errors import RelayTimeoutError, SessionError, SessionNotFoundError
 from relay.events import (
     HandoffReady,
     PermissionRequest,
@@ -249,15 +250,53 @@ async def test_an_approving_hook_lets_the_tool_run(
     anthropic_double: ControlledDouble, settings: RelaySettings, eywa: Eywa, project: Path
 ) -> None:
     anthropic_double.enqueue(ToolUse("Bash", {"command": "touch approved", "description": "x"}), "made it")
+    asked: list[ApprovalRequest] = []
+
+    async def approve(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision.allow()
+
+    async with await ClaudeSession.start(settings, project_dir=project, eywa=eywa, approve=approve) as session:
+        result = await session.send("make a file")
+    assert [(r.tool_name, r.summary, r.session_id) for r in asked] == [("Bash", "touch approved", result.session_id)]
+    assert asked[0].request_id and (project / "approved").exists()
+
+
+async def test_allow_for_session_stops_the_asking_and_a_deny_tells_the_model_why(
+    anthropic_double: ControlledDouble, settings: RelaySettings, eywa: Eywa, project: Path
+) -> None:
+    anthropic_double.enqueue(
+        ToolUse("Bash", {"command": "touch one", "description": "x"}),
+        ToolUse("Bash", {"command": "touch two", "description": "x"}),
+        ToolUse("Write", {"file_path": str(project / "three"), "content": "3"}),
+        "done",
+    )
     asked: list[str] = []
 
-    async def approve(name: str, tool_input: dict[str, Any], context: ToolPermissionContext) -> PermissionResultAllow:
-        asked.append(name)
-        return PermissionResultAllow()
+    async def approve(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request.summary)
+        if request.tool_name == "Bash":
+            return ApprovalDecision.allow_for_session()
+        return ApprovalDecision.deny("the owner keeps writes for later")
 
-    async with await ClaudeSession.start(settings, project_dir=project, eywa=eywa, can_use_tool=approve) as session:
-        await session.send("make a file")
-    assert asked == ["Bash"] and (project / "approved").exists()
+    async with await ClaudeSession.start(settings, project_dir=project, eywa=eywa, approve=approve) as session:
+        await session.send("make three files")
+    assert asked == ["touch one", str(project / "three")]  # the second Bash call was not asked
+    assert (project / "one").exists() and (project / "two").exists() and not (project / "three").exists()
+    tool_result = anthropic_double.bodies[-1]["messages"][-1]["content"][0]
+    assert tool_result["is_error"] is True and "the owner keeps writes for later" in str(tool_result["content"])
+
+
+async def test_resuming_a_session_the_cli_does_not_have_raises_session_not_found(
+    anthropic_double: ControlledDouble, settings: RelaySettings, eywa: Eywa, project: Path
+) -> None:
+    unknown = str(uuid.uuid4())
+    session = await ClaudeSession.start(settings, project_dir=project, eywa=eywa, resume=unknown)
+    with pytest.raises(SessionNotFoundError) as caught:
+        await session.send("carry on")
+    assert caught.value.session_id == unknown and isinstance(caught.value, SessionError)
+    assert anthropic_double.bodies == []  # nothing reached the model
+    await session.aclose()
 
 
 async def test_interrupt_ends_the_turn_and_the_session_stays_usable(

@@ -1,0 +1,178 @@
+"""Handoff import, export and re-ingest at scale: seconds and peak RSS, each run in a fresh process.
+
+    .venv/bin/python -m bench.import_throughput                       # 10k handoffs; baseline on 1,000
+    .venv/bin/python -m bench.import_throughput --n 100000 --only import --baseline-n 0
+    .venv/bin/python -m bench.import_throughput --only hostile        # a hostile tree: RSS and outcome
+
+Rows:
+
+- ``import`` — ``macupos memory import TREE`` of ``--n`` eywa-mcp handoff files (bench/_handoff_tree.py)
+  into a fresh home: batches of 256 in one transaction, one fsync per folder a batch.
+- ``import 1-by-1`` / ``import bulk`` — the one-at-a-time path (``import_dir(batch_files=1)``: a
+  transaction, a file fsync and a folder fsync per handoff, the way import worked before) beside the bulk
+  path on the same ``--baseline-n`` files, alternating; the ratio is the speed-up.
+- ``export`` — ``macupos memory export`` of the imported handoffs to a fresh folder.
+- ``ingest`` / ``ingest --force`` — ``macupos memory ingest --no-llm`` of ``--transcripts`` small
+  Claude Code transcripts (six lines, ~3 KB each), then again with ``--force``.
+- ``hostile`` — a tree of alias bombs, deep nesting, tags, a 100 MB file, symlinks out of the tree and
+  good files: what was imported and rejected, in what time and peak RSS.
+
+Peak RSS is the child's VmHWM (its own high-water mark; ru_maxrss would carry the parent's over).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench._handoff_tree import write_hostile_tree, write_tree
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Runs in the child: one memory command (argv) or one import_dir call (JSON), then its own peak RSS.
+_CHILD = """
+import asyncio, json, re, sys, time
+spec = json.loads(sys.argv[1])
+t = time.perf_counter()
+out = ""
+if spec.get("batch_files"):
+    from pathlib import Path
+    from memory.api import Eywa
+    from memory.settings import MemorySettings
+    async def run():
+        import os
+        async with await Eywa.open(MemorySettings.from_env(os.environ)) as eywa:
+            r = await eywa.import_dir(Path(spec["tree"]), batch_files=spec["batch_files"])
+            return f"imported {r.imported} rejected {len(r.rejected)}"
+    out = asyncio.run(run())
+else:
+    from bot.cli import main
+    try:
+        main(["memory", *spec["argv"]])
+    except SystemExit as e:
+        assert not e.code, e.code
+secs = time.perf_counter() - t
+hwm = int(re.search(r"VmHWM:\\s+(\\d+)", open("/proc/self/status").read()).group(1)) / 1024
+print(json.dumps({"secs": secs, "rss_mb": hwm, "out": out}))
+"""
+
+
+def _run(home: Path, spec: dict[str, object]) -> tuple[float, float, str]:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MACUPOS_")},
+        "MACUPOS_HOME": str(home),
+        "HOME": str(home),
+        "MACUPOS_MEMORY_LLM": "0",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, json.dumps(spec)], env=env, cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{spec} failed:\n{done.stderr[-3000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(result["secs"]), float(result["rss_mb"]), str(result["out"] or done.stdout.splitlines()[0])
+
+
+def _row(name: str, n: int, secs: float, rss: float, note: str = "") -> None:
+    print(f"{name:18} {n:>8} {secs:9.2f} {n / secs:10.0f} {1000 * secs / n:8.3f} {rss:9.0f}  {note}", flush=True)
+
+
+def _transcripts(folder: Path, n: int) -> None:
+    """``n`` small Claude Code sessions: a request, an answer with a tool call, its result, a closing line."""
+    folder.mkdir(parents=True)
+    for i in range(n):
+        sid = f"small-{i:06d}"
+        stamp = f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}T10:{i % 60:02d}:00Z"
+        base = {"sessionId": sid, "timestamp": stamp, "cwd": f"/srv/project-{i % 40}", "version": "2.1.3"}
+        lines = [
+            {"type": "user", "uuid": "u1", "message": {"role": "user", "content": f"fix the flaky test {i} in ingest"}},
+            {
+                "type": "assistant",
+                "uuid": "a1",
+                "parentUuid": "u1",
+                "message": {
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-5",
+                    "content": [
+                        {"type": "text", "text": f"Looking at tests/test_ingest_{i % 97}.py for the race first."},
+                        {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": f"/srv/m{i}.py"}},
+                    ],
+                },
+            },
+            {
+                "type": "user",
+                "uuid": "r1",
+                "parentUuid": "a1",
+                "message": {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "def f():\n    pass\n" * 40}],
+                },
+            },
+            {
+                "type": "assistant",
+                "uuid": "a2",
+                "parentUuid": "r1",
+                "message": {
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-5",
+                    "content": [{"type": "text", "text": f"The test waited on a sleep; it now waits on the file {i}."}],
+                },
+            },
+        ]
+        (folder / f"{sid}.jsonl").write_text("".join(json.dumps({**base, **x}) + "\n" for x in lines))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=10_000, help="handoff files to import and export")
+    ap.add_argument("--baseline-n", type=int, default=1_000, help="files for one-at-a-time vs bulk (0: skip)")
+    ap.add_argument("--transcripts", type=int, default=10_000, help="small transcripts to ingest (0: skip)")
+    ap.add_argument("--only", choices=["import", "baseline", "export", "ingest", "hostile"], action="append")
+    ap.add_argument("--tmp", type=Path, default=None, help="where to build the trees (default: the system temp)")
+    args = ap.parse_args()
+    only = set(args.only or ["import", "baseline", "export", "ingest"])
+    if "export" in only:
+        only.add("import")
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp_name:
+        tmp = Path(tmp_name)
+        print(f"{'run':18} {'files':>8} {'seconds':>9} {'files/s':>10} {'ms/file':>8} {'RSS MB':>9}", flush=True)
+        if "import" in only:
+            started = time.perf_counter()
+            write_tree(tmp / "tree", args.n)
+            print(f"(wrote {args.n} handoff files in {time.perf_counter() - started:.1f} s)", flush=True)
+            secs, rss, out = _run(tmp / "home", {"argv": ["import", str(tmp / "tree")]})
+            _row("import", args.n, secs, rss, out)
+            if "export" in only:
+                secs, rss, out = _run(tmp / "home", {"argv": ["export", str(tmp / "export")]})
+                _row("export", args.n, secs, rss, out)
+        if "baseline" in only and args.baseline_n:
+            write_tree(tmp / "small-tree", args.baseline_n, seed=12)
+            pairs: list[tuple[float, float]] = []
+            for rnd in range(2):  # alternating, so both see the same machine
+                one, rss1, out1 = _run(tmp / f"one-{rnd}", {"tree": str(tmp / "small-tree"), "batch_files": 1})
+                bulk, rss2, out2 = _run(tmp / f"bulk-{rnd}", {"tree": str(tmp / "small-tree"), "batch_files": 256})
+                _row("import 1-by-1", args.baseline_n, one, rss1, out1)
+                _row("import bulk", args.baseline_n, bulk, rss2, f"{out2}; {one / bulk:.1f}x faster")
+                pairs.append((one, bulk))
+            ratios = sorted(one / bulk for one, bulk in pairs)
+            print(f"(bulk vs one-at-a-time: {ratios[0]:.1f}x-{ratios[-1]:.1f}x)", flush=True)
+        if "ingest" in only and args.transcripts:
+            _transcripts(tmp / "transcripts", args.transcripts)
+            for name, extra in (("ingest", []), ("ingest --force", ["--force"])):
+                argv = ["ingest", str(tmp / "transcripts"), "--no-llm", "--quiet", *extra]
+                secs, rss, out = _run(tmp / "home-ingest", {"argv": argv})
+                _row(name, args.transcripts, secs, rss, out)
+        if "hostile" in only:
+            n_files = write_hostile_tree(tmp / "hostile", good=200, outside=tmp / "outside")
+            secs, rss, out = _run(tmp / "home-hostile", {"tree": str(tmp / "hostile"), "batch_files": 256})
+            _row("hostile", n_files, secs, rss, out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""Crash-safe file writes, one implementation for every writer in the project.
+
+A reader (a person, ``git diff``, an editor, Claude Code reading its settings) never sees a half-written
+file: the text goes to a uniquely named temporary sibling, is fsynced, then renamed over the target, and
+the folder is fsynced so the rename itself survives a power cut. A failed write leaves no temp file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+__all__ = ["fsync_dir", "remove_quietly", "write_atomic", "write_atomic_bytes"]
+
+
+def remove_quietly(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make renames in ``folder`` durable (a batch writer calls it once per folder, not once per file)."""
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass  # some filesystems refuse fsync on directories; the rename itself is already atomic
+    finally:
+        os.close(dir_fd)
+
+
+def write_atomic_bytes(
+    path: Path, data: bytes, *, keep_mode: bool = False, follow_symlink: bool = False, sync: bool = True
+) -> None:
+    """Replace ``path`` with ``data`` atomically.
+
+    ``keep_mode``: the new file gets the old one's permission bits (a user's settings file stays private).
+    ``follow_symlink``: a link is written where it points, so the link stays a link (a dotfiles repo).
+    ``sync=False``: skip both fsyncs; the caller fsyncs the file's folder itself once per batch.
+    """
+    if follow_symlink and path.is_symlink():
+        path = path.resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            if sync:
+                os.fsync(fh.fileno())
+        if keep_mode and path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        remove_quietly(Path(tmp))
+        raise
+    if sync:
+        fsync_dir(path.parent)
+
+
+def write_atomic(
+    path: Path, text: str, *, keep_mode: bool = False, follow_symlink: bool = False, sync: bool = True
+) -> None:
+    """``write_atomic_bytes`` of UTF-8 text with ``\\n`` line ends, whatever the platform."""
+    write_atomic_bytes(path, text.encode("utf-8"), keep_mode=keep_mode, follow_symlink=follow_symlink, sync=sync)

@@ -1,0 +1,235 @@
+"""`memory import`: adopt a tree of handoff files in batches, each file bounded and judged on its own.
+
+Reading. The tree is walked without following symbolic links: a link named ``*.md`` and a link to a
+folder are reported, never read (a link could lead anywhere: ``~/.ssh``, ``/dev/zero``, back up the
+tree). Hidden names (temp files, ``.git``) are passed over. Each file is opened with ``O_NOFOLLOW`` and
+must be a regular file of at most :data:`MAX_HANDOFF_BYTES`, UTF-8, and a handoff that
+:func:`memory.handoff_format.from_markdown` reads with its strict YAML loader. A file that fails any of
+this is reported with the reason and skipped; what one file holds never stops the import.
+
+Writing. Files are adopted :data:`BATCH_FILES` at a time: one write transaction a batch, run on a plain
+sqlite3 connection in a worker thread (``Database.write_sync``), so a batch is one thread hop instead of
+twenty hops a handoff; mirror files are written without an fsync each and every folder the batch
+touched is fsynced once, before the commit. A batch of one file is the way import worked before: a
+transaction a file, the file and its folder fsynced. Both run the same statements
+(:mod:`memory.sqlsteps`), so they store the same rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import functools
+import os
+import sqlite3
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from itertools import islice
+from pathlib import Path
+
+from memory import index, store
+from memory.db import Database
+from memory.errors import DestinationError, HandoffFormatError, SourceUnreadableError
+from memory.grounding import strip_frontmatter
+from memory.handoff_format import from_markdown, redacted, to_markdown
+from memory.mirror import sync_folders, write_handoff
+from memory.models import Handoff
+from memory.redact import Redactor
+from memory.sqlsteps import Op, Steps, run_sync
+
+__all__ = ["BATCH_FILES", "MAX_HANDOFF_BYTES", "ImportReport", "import_tree", "read_handoff_file", "walk_tree"]
+
+# eywa-mcp's handoffs are 1-3 KB and a long hand-written one is tens of KB; a megabyte is no handoff,
+# and the cap bounds what one file can cost (its text, parse and index stay a few MB of memory).
+MAX_HANDOFF_BYTES = 1024 * 1024
+# A batch of 256 is ~0.1 s of one write transaction: long enough to amortise the commit and the folder
+# fsyncs, short enough that a hook or the bot waiting for the write lock hardly notices.
+BATCH_FILES = 256
+# Sources a handoff file keeps; any other becomes "import".
+_KEPT_SOURCES = frozenset({"llm", "fallback", "correction"})
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+@dataclass(slots=True)
+class ImportReport:
+    imported: int = 0
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+
+
+def walk_tree(root: Path) -> Iterator[tuple[Path, str | None]]:
+    """``(path, None)`` for each ``*.md`` file to read under ``root``, ``(path, why)`` for each one (or
+    link, or unreadable folder) to report instead; in sorted path order, as ``sorted(root.rglob("*.md"))``."""
+    stack: list[Iterator[os.DirEntry[str]]] = []
+
+    def listing(folder: Path) -> str | None:
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            return f"cannot list the folder: {exc.strerror or exc}"
+        stack.append(iter(entries))
+        return None
+
+    if (why := listing(root)) is not None:
+        yield root, why
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            continue
+        if entry.name.startswith("."):
+            continue  # temp files of an atomic writer, .git and the like
+        path = Path(entry.path)
+        try:
+            if entry.is_symlink():
+                if entry.name.endswith(".md"):
+                    yield path, "a symbolic link: not followed (import reads only files inside the folder given)"
+                elif entry.is_dir():
+                    yield path, "a symbolic link to a folder: not followed (import stays inside the folder given)"
+            elif entry.is_dir(follow_symlinks=False):
+                if (why := listing(path)) is not None:
+                    yield path, why
+            elif entry.name.endswith(".md"):
+                yield path, None if entry.is_file(follow_symlinks=False) else "not a regular file"
+        except OSError as exc:
+            yield path, exc.strerror or str(exc)
+
+
+def read_handoff_file(path: Path, limit: int = MAX_HANDOFF_BYTES) -> str:
+    """The text of a handoff file (newlines made ``\\n``, as ``read_text`` does); ``SourceUnreadableError``
+    when it is a link, not a regular file, over ``limit`` bytes, or not UTF-8."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)  # O_NOFOLLOW: a file swapped for a link since the walk is refused too
+    except OSError as exc:
+        why = "a symbolic link: not followed" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
+        raise SourceUnreadableError(path, why) from exc
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):  # O_NONBLOCK: a FIFO is refused here instead of waited on
+            raise SourceUnreadableError(path, "not a regular file")
+        data = fh.read(limit + 1) if info.st_size <= limit else b""
+    if info.st_size > limit or len(data) > limit:
+        size = max(info.st_size, len(data))
+        raise SourceUnreadableError(path, f"{size:,} bytes: over the {limit:,}-byte limit of a handoff file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceUnreadableError(path, f"not UTF-8 text (byte {exc.start})") from exc
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+@dataclass(frozen=True, slots=True)
+class _Ready:
+    seq: int  # the file's place in the walk: reports keep file order
+    path: Path
+    handoff: Handoff
+    markdown: str
+
+
+def _prepare(seq: int, path: Path, redactor: Redactor) -> _Ready:
+    h = from_markdown(read_handoff_file(path), path=path)
+    if h.source not in _KEPT_SOURCES:
+        h = replace(h, source="import")
+    markdown = redactor(to_markdown(redacted(h, redactor.redact_obj)))
+    # Read back what the file now says: the stored fields and the index see only redacted text.
+    return _Ready(seq, path, from_markdown(markdown, path=path), markdown)
+
+
+@dataclass(slots=True)
+class _Batch:
+    seen: int = 0
+    ready: list[_Ready] = field(default_factory=list)
+    rejected: list[tuple[int, str, str]] = field(default_factory=list)  # (seq, path, why)
+
+
+_FORGOTTEN = object()
+
+
+def _adopt_steps(item: _Ready) -> Steps[object]:
+    """Store and index one handoff; returns its previous date (None when new), or _FORGOTTEN."""
+    h = item.handoff
+    if (yield Op.row("SELECT 1 FROM forgotten WHERE session_id = ?", (h.session_id,))) is not None:
+        return _FORGOTTEN
+    old = yield Op.row("SELECT date FROM handoffs WHERE session_id = ?", (h.session_id,))
+    ts = yield from store.put_handoff_steps(h, markdown=item.markdown, review="kept")
+    yield from index.index_handoff_steps(
+        session_id=h.session_id,
+        ts=ts,
+        projects=h.projects,
+        keywords=h.keywords,
+        substance=h.substance,
+        kind=h.kind.value,
+        duration_min=h.duration_min,
+    )
+    if (yield Op.row("SELECT 1 FROM sessions WHERE session_id = ?", (h.session_id,))) is None:
+        # A handoff-only session: its own text is all there is to recall its details by.
+        yield from index.index_content_steps(
+            session_id=h.session_id, kind=h.kind.value, parent_id=h.parent_id, body=strip_frontmatter(item.markdown)
+        )
+    return None if old is None else str(old[0])
+
+
+def _adopt(
+    conn: sqlite3.Connection, *, batch: list[_Ready], mirror: Path, sync_each: bool
+) -> tuple[int, list[tuple[int, str, str]]]:
+    """Inside one write transaction: each handoff's rows and its mirror file, then one fsync per folder."""
+    imported = 0
+    rejected: list[tuple[int, str, str]] = []
+    folders: set[Path] = set()
+    for item in batch:
+        h = item.handoff
+        outcome = run_sync(conn, _adopt_steps(item))
+        if outcome is _FORGOTTEN:
+            rejected.append((item.seq, str(item.path), f"{h.session_id} was forgotten (macupos memory forget)"))
+            continue
+        old_date = outcome if isinstance(outcome, str) else None
+        try:
+            folders.update(
+                write_handoff(mirror, h.session_id, h.date, item.markdown, old_date=old_date, sync=sync_each)
+            )
+        except OSError as exc:  # the mirror's disk, not this file: stop, the batch rolls back
+            raise DestinationError(mirror, exc.strerror or str(exc)) from exc
+        imported += 1
+    if not sync_each:
+        sync_folders(mirror, folders)
+    return imported, rejected
+
+
+def _prepare_batch(found: Iterator[tuple[int, tuple[Path, str | None]]], n: int, redactor: Redactor) -> _Batch:
+    batch = _Batch()
+    for seq, (path, why) in islice(found, n):
+        batch.seen += 1
+        if why is not None:
+            batch.rejected.append((seq, str(path), str(SourceUnreadableError(path, why))))
+            continue
+        try:
+            batch.ready.append(_prepare(seq, path, redactor))
+        except (SourceUnreadableError, HandoffFormatError) as exc:
+            batch.rejected.append((seq, str(path), str(exc)))
+    return batch
+
+
+async def import_tree(
+    db: Database, root: Path, *, mirror: Path, redactor: Redactor, batch_files: int = BATCH_FILES
+) -> ImportReport:
+    """Adopt every handoff file under ``root`` (this format or eywa-mcp's); a file wins over the stored row.
+
+    ``batch_files`` handoffs share a transaction; with 1, each is committed and fsynced on its own.
+    """
+    if not root.is_dir():
+        raise SourceUnreadableError(root, "not a folder")
+    report = ImportReport()
+    found = enumerate(walk_tree(root))
+    size = max(1, batch_files)
+    while True:
+        # Reading, parsing and redacting run in a worker thread too: the caller's event loop stays free.
+        batch = await asyncio.to_thread(_prepare_batch, found, size, redactor)
+        if batch.ready:
+            adopt = functools.partial(_adopt, batch=batch.ready, mirror=mirror, sync_each=size == 1)
+            n, forgotten = await db.write_sync(adopt)
+            report.imported += n
+            batch.rejected.extend(forgotten)
+        report.rejected.extend((path, why) for _, path, why in sorted(batch.rejected))
+        if batch.seen < size:
+            return report

@@ -1,0 +1,236 @@
+"""`macupos serve`: the memory service; `macupos serve keys create|list|revoke`: its API keys."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import click
+
+from memory.errors import MemoryStoreError
+from memory.settings import MemorySettings
+from service.errors import ServiceError
+from service.keys import SqliteKeyStore
+from service.settings import MB, Limits, ServiceSettings
+from service.tenants import SCOPES, Scope, check_tenant_name
+
+__all__ = ["serve_group"]
+
+R = TypeVar("R")
+_DEFAULTS = Limits()
+
+
+def _memory_settings(ctx: click.Context) -> MemorySettings:
+    settings = ctx.find_object(MemorySettings)
+    if settings is None:  # the edge (bot.cli) always sets it
+        raise click.UsageError("memory settings were not provided")
+    return settings
+
+
+def _with_keys(ctx: click.Context, fn: Callable[[SqliteKeyStore], Awaitable[R]]) -> R:
+    path = _memory_settings(ctx).home / "service.db"
+
+    async def main() -> R:
+        keys = await SqliteKeyStore.open(path)
+        try:
+            return await fn(keys)
+        finally:
+            await keys.close()
+
+    try:
+        return asyncio.run(main())
+    except ServiceError as exc:
+        raise click.ClickException(exc.message) from exc
+    except MemoryStoreError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@click.group(invoke_without_command=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8750, show_default=True, help="0: any free port.")
+@click.option("--certfile", type=click.Path(path_type=Path, dir_okay=False), help="TLS certificate (PEM).")
+@click.option("--keyfile", type=click.Path(path_type=Path, dir_okay=False), help="TLS private key (PEM).")
+@click.option("--allow-register", is_flag=True, help="Open POST /v1/register (self-service tenants, rate limited).")
+@click.option("--llm/--no-llm", "use_llm", default=False, show_default=True, help="Handoffs by the LLM extractor.")
+@click.option("--cors-origin", "cors", multiple=True, help="An origin browsers may call from (CORS is off without).")
+@click.option(
+    "--forwarded-allow-ips",
+    default="127.0.0.1",
+    show_default=True,
+    help="Proxies whose X-Forwarded-For/-Proto are believed (comma-separated, or *).",
+)
+@click.option(
+    "--rate",
+    type=click.FloatRange(min=0),
+    default=_DEFAULTS.rate_per_s,
+    show_default=True,
+    help="Requests a second per key, sustained (0: no limit).",
+)
+@click.option("--burst", type=click.IntRange(min=1), default=_DEFAULTS.rate_burst, show_default=True)
+@click.option(
+    "--max-transcript-mb",
+    type=click.FloatRange(min=0.001),
+    default=_DEFAULTS.transcript_bytes / MB,
+    show_default=True,
+    help="Largest transcript upload, after gunzip.",
+)
+@click.option(
+    "--request-timeout",
+    type=click.FloatRange(min=0.1),
+    default=_DEFAULTS.request_timeout_s,
+    show_default=True,
+    help="Seconds a request may take (504 after).",
+)
+@click.option(
+    "--upload-timeout",
+    type=click.FloatRange(min=0.1),
+    default=_DEFAULTS.upload_timeout_s,
+    show_default=True,
+    help="Seconds an upload (and its ingest) or an MCP call may take.",
+)
+@click.option(
+    "--max-open-tenants",
+    type=click.IntRange(min=1),
+    default=_DEFAULTS.max_open_tenants,
+    show_default=True,
+    help="Tenants kept open; the least recently used is closed past this.",
+)
+@click.pass_context
+def serve_group(
+    ctx: click.Context,
+    host: str,
+    port: int,
+    certfile: Path | None,
+    keyfile: Path | None,
+    allow_register: bool,
+    use_llm: bool,
+    cors: tuple[str, ...],
+    forwarded_allow_ips: str,
+    rate: float,
+    burst: int,
+    max_transcript_mb: float,
+    request_timeout: float,
+    upload_timeout: float,
+    max_open_tenants: int,
+) -> None:
+    """Serve the memory over HTTP to many tenants: REST under /v1, MCP at /mcp, Prometheus at /metrics.
+
+    Every route but /healthz needs an API key (`macupos serve keys create --tenant NAME`). Each tenant's
+    memory lives in $MACUPOS_HOME/tenants/<tenant>/. See docs/service.md.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if (certfile is None) != (keyfile is None):
+        raise click.UsageError("TLS needs both --certfile and --keyfile")
+    memory = _memory_settings(ctx)
+    limits = Limits(
+        transcript_bytes=int(max_transcript_mb * MB),
+        rate_per_s=rate,
+        rate_burst=burst,
+        request_timeout_s=request_timeout,
+        upload_timeout_s=upload_timeout,
+        max_open_tenants=max_open_tenants,
+    )
+    settings = ServiceSettings(
+        home=memory.home,
+        host=host,
+        port=port,
+        certfile=certfile,
+        keyfile=keyfile,
+        allow_register=allow_register,
+        use_llm=use_llm,
+        cors_origins=cors,
+        forwarded_allow_ips=forwarded_allow_ips,
+        limits=limits,
+    )
+    from service.server import serve  # uvicorn and the app only when serving
+
+    def announce(line: str) -> None:
+        click.echo(line, err=True)
+        sys.stderr.flush()
+
+    try:
+        asyncio.run(serve(settings, memory, announce=announce))
+    except (OSError, MemoryStoreError) as exc:  # a port in use, a home that cannot be written
+        raise click.ClickException(f"the service could not start: {exc}") from None
+
+
+@serve_group.group("keys")
+def keys_group() -> None:
+    """API keys: created (shown once), listed, revoked. Only their hashes are stored (service.db)."""
+
+
+def _tenant(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    try:
+        return check_tenant_name(value)
+    except ServiceError as exc:
+        raise click.BadParameter(exc.message) from None
+
+
+@keys_group.command("create")
+@click.option("--tenant", required=True, callback=_tenant, help="The tenant (created when new).")
+@click.option("--scope", type=click.Choice(SCOPES), default="write", show_default=True)
+@click.option("--label", default="", help="A note shown by `keys list` (who or what holds it).")
+@click.option("--json", "as_json", is_flag=True, help='Print {"api_key", "tenant", "key_id", "scope"}.')
+@click.pass_context
+def create_cmd(ctx: click.Context, tenant: str, scope: Scope, label: str, as_json: bool) -> None:
+    """Create a key for TENANT and print it once (read: recall; write: also upload, forget, scripts;
+    admin: also /metrics)."""
+    new = _with_keys(ctx, lambda keys: keys.create_key(tenant, scope, label=label))
+    if as_json:
+        out = {"api_key": new.api_key, "tenant": tenant, "key_id": new.record.key_id, "scope": scope}
+        click.echo(json.dumps(out))
+        return
+    click.echo(new.api_key)
+    click.echo(f"key {new.record.key_id} for tenant {tenant} (scope {scope}); it is shown only this once", err=True)
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ts)) if ts is not None else "-"
+
+
+@keys_group.command("list")
+@click.option("--tenant", help="Only this tenant's keys.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def list_cmd(ctx: click.Context, tenant: str | None, as_json: bool) -> None:
+    """Every key: its id, tenant, scope, when it was created and revoked (UTC), its label. Never the key."""
+    rows = _with_keys(ctx, lambda keys: keys.list_keys(tenant))
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "key_id": r.key_id,
+                        "tenant": r.tenant,
+                        "scope": r.scope,
+                        "label": r.label,
+                        "created_at": r.created_at,
+                        "revoked_at": r.revoked_at,
+                    }
+                    for r in rows
+                ],
+                indent=2,
+            )
+        )
+        return
+    click.echo(f"{'KEY ID':14}{'TENANT':24}{'SCOPE':7}{'CREATED':18}{'REVOKED':18}LABEL")
+    for r in rows:
+        created, revoked = _when(r.created_at), _when(r.revoked_at)
+        click.echo(f"{r.key_id:14}{r.tenant:24}{r.scope:7}{created:18}{revoked:18}{r.label}")
+
+
+@keys_group.command("revoke")
+@click.argument("key_id")
+@click.pass_context
+def revoke_cmd(ctx: click.Context, key_id: str) -> None:
+    """Revoke KEY_ID (as `keys list` shows it); a running server refuses it from its next request."""
+    record = _with_keys(ctx, lambda keys: keys.revoke(key_id))
+    if record is None:
+        raise click.ClickException(f"no key with id {key_id!r} (see: macupos serve keys list)")
+    click.echo(f"revoked key {record.key_id} of tenant {record.tenant}")

@@ -1,0 +1,138 @@
+"""The embedded tenant store: each tenant a memory home of its own, ``$MACUPOS_HOME/tenants/<tenant>/``.
+
+The same engine as the local mode (its own ``memory.db``, ``handoffs/`` and ``facts/``), opened on first
+use and kept in a bounded LRU: a tenant not used for a while is closed (its facts snapshot written) when
+more than ``max_open`` are open, but never while a request holds its lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+
+from memory.api import Eywa
+from memory.facts.api import FactsApi
+from memory.settings import MemorySettings
+from service.keys import SqliteKeyStore
+from service.tenants import Tenant, check_tenant_name
+
+__all__ = ["EmbeddedTenant", "EmbeddedTenantStore"]
+
+logger = logging.getLogger(__name__)
+
+_STALE_S = 3600.0  # spool scratch older than this is no live request's
+
+
+class EmbeddedTenant:
+    def __init__(self, name: str, settings: MemorySettings) -> None:
+        self.name = name
+        self.settings = settings
+        self.spool_dir = settings.home / "spool"
+        self.ingest_lock = asyncio.Lock()
+        self.leases = 0
+        self._open_lock = asyncio.Lock()
+        self._eywa: Eywa | None = None
+        self._facts: FactsApi | None = None
+
+    def _make_home(self) -> None:
+        # 0700: one tenant's files are no business of other local users either.
+        for folder in (self.settings.home.parent, self.settings.home, self.spool_dir):
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Scratch a killed server left behind (a body half received, an export never sent).
+        cutoff = time.time() - _STALE_S
+        for leftover in (self.spool_dir / "tmp").glob("*"):
+            with contextlib.suppress(OSError):
+                if leftover.is_file() and leftover.stat().st_mtime < cutoff:
+                    leftover.unlink()
+
+    async def eywa(self) -> Eywa:
+        if self._eywa is None:
+            async with self._open_lock:
+                if self._eywa is None:
+                    await asyncio.to_thread(self._make_home)
+                    self._eywa = await Eywa.open(self.settings)
+        return self._eywa
+
+    async def facts(self) -> FactsApi:
+        if self._facts is None:
+            await self.eywa()  # the database exists and is migrated before the facts engine opens it
+            async with self._open_lock:
+                if self._facts is None:
+                    self._facts = await FactsApi.from_settings(self.settings)
+        return self._facts
+
+    @property
+    def is_open(self) -> bool:
+        return self._eywa is not None or self._facts is not None
+
+    async def close(self) -> None:
+        facts, eywa = self._facts, self._eywa
+        self._facts = self._eywa = None
+        try:
+            if facts is not None:
+                await facts.close()
+        finally:
+            if eywa is not None:
+                await eywa.close()
+
+
+class EmbeddedTenantStore:
+    def __init__(self, base: MemorySettings, root: Path, keys: SqliteKeyStore, *, max_open: int = 32) -> None:
+        self.base = base
+        self.root = root
+        self.keys = keys
+        self.max_open = max(1, max_open)
+        self._open: OrderedDict[str, EmbeddedTenant] = OrderedDict()
+
+    def settings_for(self, name: str) -> MemorySettings:
+        """The tenant's memory settings: the server's, with the tenant's own home. The Claude Code and Codex
+        folders point inside it (and never exist): the service only ingests what was uploaded to it."""
+        home = self.root / check_tenant_name(name)
+        return replace(self.base, home=home, claude_config_dir=home / ".no-claude", codex_home=home / ".no-codex")
+
+    @contextlib.asynccontextmanager
+    async def lease(self, tenant: str) -> AsyncIterator[Tenant]:
+        t = self._open.get(tenant)
+        if t is None:
+            t = self._open[tenant] = EmbeddedTenant(tenant, self.settings_for(tenant))
+        self._open.move_to_end(tenant)
+        t.leases += 1
+        try:
+            await self._evict()
+            yield t
+        finally:
+            t.leases -= 1
+            if t.leases == 0 and self._open.get(tenant) is not t:  # evicted while in use: close it now
+                await t.close()
+
+    async def _evict(self) -> None:
+        over = len(self._open) - self.max_open
+        if over <= 0:
+            return
+        # Taken out before any await: a concurrent lease neither finds them nor evicts them twice; one that
+        # wants such a tenant again meanwhile opens it afresh (SQLite lets both sides share the files).
+        idle = [t for t in self._open.values() if t.leases == 0][:over]
+        for t in idle:
+            del self._open[t.name]
+        for t in idle:
+            logger.info("closing tenant %s (least recently used)", t.name)
+            await t.close()
+
+    def open_count(self) -> int:
+        return sum(1 for t in self._open.values() if t.is_open)
+
+    async def close(self) -> None:
+        tenants = list(self._open.values())
+        self._open.clear()
+        for t in tenants:
+            try:
+                await t.close()
+            except Exception:  # one tenant that fails to close must not keep the others open
+                logger.exception("closing tenant %s", t.name)
+        await self.keys.close()

@@ -1,0 +1,237 @@
+"""The write routes of a tenant's memory: transcript and handoff uploads, forget, fact scripts."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import shutil
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from memory import store
+from memory.api import Eywa
+from memory.handoff_format import from_markdown
+from memory.ingest import IngestReport
+from memory.settings import MemorySettings
+from service.bodies import body_chunks, read_body, read_json
+from service.calls import Call, endpoint
+from service.errors import BadRequest, Conflict, ScriptFailed, Unprocessable
+from service.params import parse_instant, text_param
+from service.spool import name_parts, safe_part, spool_path
+
+__all__ = ["forget_route", "handoff_upload_route", "script_route", "transcript_upload_route"]
+
+_FLUSH = 1 << 20
+
+
+async def _spool_body(request: Request, spool: Path, limit: int) -> tuple[Path, int]:
+    """The body (gunzipped) in a temporary file of the spool; (its path, its size)."""
+    tmp_dir = spool / "tmp"
+    await asyncio.to_thread(tmp_dir.mkdir, mode=0o700, parents=True, exist_ok=True)
+    tmp = tmp_dir / f"{secrets.token_hex(8)}.part"
+    fh = await asyncio.to_thread(tmp.open, "wb")
+    size = 0
+    try:
+        buf = bytearray()
+        async for chunk in body_chunks(request, limit):
+            buf += chunk
+            size += len(chunk)
+            if len(buf) >= _FLUSH:
+                await asyncio.to_thread(fh.write, bytes(buf))
+                buf.clear()
+        await asyncio.to_thread(fh.write, bytes(buf))
+    except BaseException:
+        fh.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    await asyncio.to_thread(fh.close)
+    return tmp, size
+
+
+def _install(tmp: Path, target: Path) -> Path | None:
+    """Put the upload in place; the file it replaces is kept beside it until the upload proves readable."""
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    previous = target.with_name(f".{target.name}.prev")
+    try:
+        os.replace(target, previous)
+    except FileNotFoundError:  # the first upload of this name
+        os.replace(tmp, target)
+        return None
+    os.replace(tmp, target)
+    return previous
+
+
+async def _ingest_apart(settings: MemorySettings, path: Path, use_llm: bool) -> IngestReport:
+    """Ingest one file on a worker thread, with its own event loop and its own connection to the tenant's
+    database. Parsing, rendering and extracting a big transcript is seconds of CPU work; on the server's
+    loop it would stall every tenant's requests for that long, on a thread they share the CPU with it."""
+
+    async def main() -> IngestReport:
+        eywa = await Eywa.open(settings)
+        try:
+            return await eywa.ingest([path], use_llm=use_llm)
+        finally:
+            await eywa.close()
+
+    return await asyncio.to_thread(asyncio.run, main())
+
+
+async def _live(eywa: Eywa, ids: list[str]) -> list[str]:
+    return [sid for sid in sorted(ids) if not await store.is_forgotten(eywa.db.conn, sid)]
+
+
+@endpoint("/v1/transcripts", scope="write", upload=True)
+async def transcript_upload_route(request: Request, call: Call) -> Response:
+    """One Claude Code JSONL or Codex rollout, ingested; the same or a grown file again is idempotent."""
+    name = text_param(request, "name", required=True)
+    spool = call.tenant.spool_dir
+    target = spool_path(spool, name)
+    tmp, size = await _spool_body(request, spool, call.service.settings.limits.transcript_bytes)
+    if size == 0:
+        tmp.unlink(missing_ok=True)
+        raise BadRequest("the body is empty: send the transcript file")
+    eywa = await call.tenant.eywa()
+    async with call.tenant.ingest_lock:  # one ingest of this tenant at a time; the file stays put meanwhile
+        try:
+            previous = await asyncio.to_thread(_install, tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        work = asyncio.ensure_future(_ingest_apart(eywa.settings, target, call.service.settings.use_llm))
+        try:
+            report = await asyncio.shield(work)
+        except asyncio.CancelledError:  # past the deadline: the file's ingest still ends, under this lock
+            with contextlib.suppress(Exception):
+                await work
+            raise
+        sessions = await _live(eywa, list(report.counted))
+        problems = sum(report.lines_skipped.values())
+        refused: str | None = None
+        if report.unreadable:
+            refused = report.unreadable[0][1]
+        elif not sessions and problems and not report.files_unchanged:
+            first = report.problems[0]
+            refused = f"not a transcript: no session could be read (line {first.line_no}: {first.reason})"
+        if previous is not None:
+            if refused is not None:  # the last good upload of this name stays the file
+                await asyncio.to_thread(os.replace, previous, target)
+            else:
+                previous.unlink(missing_ok=True)
+    if refused is not None:
+        raise Unprocessable(refused)
+    counted: dict[str, int] = {"new": 0, "updated": 0, "unchanged": 0}
+    for sid in sessions:
+        counted[report.counted[sid]] += 1
+    body: dict[str, Any] = {
+        "sessions": sessions,
+        "problems": problems,
+        "first_problems": [{"line": p.line_no, "reason": p.reason} for p in report.problems[:20]],
+        "lines_skipped": dict(sorted(report.lines_skipped.items())),
+        "counts": counted,
+        "handoffs_extracted": report.handoffs_extracted,
+        "bytes": size,
+    }
+    return JSONResponse(body)
+
+
+def _handoff_relpath(name: str) -> PurePosixPath | None:
+    """The client's name for a handoff file, kept as far as the memory reads it (`YYYY/MM/DD/<session>.md`:
+    the date folders, digits only, and the file name, made safe)."""
+    if not name:
+        return None
+    parts = name_parts(name)
+    folders = [p for p in parts[-4:-1] if p.isdigit()]
+    rel = PurePosixPath(*folders, safe_part(parts[-1]))
+    return rel if rel.suffix == ".md" else rel.with_name(rel.name + ".md")
+
+
+@endpoint("/v1/handoffs", scope="write")
+async def handoff_upload_route(request: Request, call: Call) -> Response:
+    """One eywa-format handoff markdown (as `memory import` reads); it replaces the stored handoff."""
+    raw = await read_body(request, call.service.settings.limits.handoff_bytes)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadRequest("the handoff is not UTF-8 text") from None
+    rel = _handoff_relpath(text_param(request, "name"))
+    handoff = from_markdown(text, path=Path(rel) if rel else None)  # HandoffFormatError: 400 naming why
+    folder = call.tenant.spool_dir / "handoffs" / secrets.token_hex(8)
+    path = folder / (rel or PurePosixPath(safe_part(handoff.session_id) + ".md"))
+
+    def write() -> None:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+    eywa = await call.tenant.eywa()
+    try:
+        await asyncio.to_thread(write)
+        async with call.tenant.ingest_lock:
+            report = await eywa.import_dir(folder)
+    finally:
+        await asyncio.to_thread(shutil.rmtree, folder, True)
+    if report.rejected:
+        why = report.rejected[0][1].replace(str(folder), "").replace(str(path), "")
+        if "forgotten" in why:
+            raise Conflict(f"session {handoff.session_id!r} was forgotten; it stays out")
+        raise BadRequest(f"not imported: {why}")
+    return JSONResponse({"session_id": handoff.session_id, "imported": report.imported})
+
+
+def _remove_spooled(spool: Path, files: list[Path]) -> None:
+    root = (spool / "transcripts").resolve()
+    for f in files:
+        with contextlib.suppress(OSError):
+            f.unlink()
+        folder = f.parent
+        while folder != root and folder.is_relative_to(root):
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+            folder = folder.parent
+
+
+@endpoint("/v1/sessions/{id}", scope="write")
+async def forget_route(request: Request, call: Call) -> Response:
+    """Forget a session and its subagents; later uploads and imports leave them out. The spooled transcript
+    goes too once every session it held is forgotten."""
+    session_id = request.path_params["id"]
+    eywa = await call.tenant.eywa()
+    root = (call.tenant.spool_dir / "transcripts").resolve()
+    async with call.tenant.ingest_lock:
+        view = await eywa.show(session_id)  # SessionNotFoundError: 404
+        ids = [session_id, *view.subagents]
+        paths = set()
+        for sid in ids:
+            row = await store.get_session(eywa.db.conn, sid)
+            if row is not None and row.source_path:
+                paths.add(Path(row.source_path).resolve())
+        removed = await eywa.forget(session_id)
+        gone: list[Path] = []
+        for p in sorted(paths):
+            if not p.is_relative_to(root):
+                continue
+            src = await store.get_source(eywa.db.conn, str(p))
+            if src is None or not await _live(eywa, list(src.session_ids)):
+                gone.append(p)
+        await asyncio.to_thread(_remove_spooled, call.tenant.spool_dir, gone)
+    return JSONResponse({"forgotten": removed})
+
+
+@endpoint("/v1/script", scope="write")
+async def script_route(request: Request, call: Call) -> Response:
+    """`{"script": "…", "as_of"?: ISO}` → `{"output": "…"}`: a facts script, all or nothing."""
+    body = await read_json(request, call.service.settings.limits.json_bytes)
+    script = body.get("script")
+    if not isinstance(script, str) or not script.strip():
+        raise BadRequest('the body must be {"script": "<Tcl>"} with a script')
+    as_of = parse_instant(str(body["as_of"]), "as_of") if body.get("as_of") is not None else None
+    facts = await call.tenant.facts()
+    result = await facts.run_script(script, as_of=as_of, provenance=f"api key {call.key.key_id}")
+    if not result.ok:
+        raise ScriptFailed(result.error or "the script failed", line=result.line)
+    return JSONResponse({"output": result.text})

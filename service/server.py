@@ -1,0 +1,83 @@
+"""Running the app under uvicorn: the listening socket (bound first, so its real port can be announced),
+TLS when a certificate is given, and a log filter that keeps keys out of every log line."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Callable
+
+import uvicorn
+
+from memory.settings import MemorySettings
+from service.app import build_app, embedded_store
+from service.keys import mask_keys
+from service.settings import ServiceSettings
+
+__all__ = ["KeyMask", "serve"]
+
+
+class KeyMask(logging.Filter):
+    """Masks anything shaped like an API key in a log record (its message, arguments and traceback)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = mask_keys(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        if record.exc_info and record.exc_info[1] is not None:
+            record.exc_text = mask_keys(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+        return True
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def install_key_mask() -> None:
+    mask = KeyMask()
+    root = logging.getLogger()
+    for handler in root.handlers:
+        if not any(isinstance(f, KeyMask) for f in handler.filters):
+            handler.addFilter(mask)
+
+
+async def serve(
+    settings: ServiceSettings, memory: MemorySettings, *, announce: Callable[[str], None] | None = None
+) -> None:
+    """Serve until SIGINT or SIGTERM; the lifespan closes every tenant (writing facts snapshots)."""
+    install_key_mask()
+    app = build_app(settings, embedded_store(settings, memory))
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        ssl_certfile=str(settings.certfile) if settings.certfile else None,
+        ssl_keyfile=str(settings.keyfile) if settings.keyfile else None,
+        proxy_headers=True,
+        forwarded_allow_ips=settings.forwarded_allow_ips,
+        access_log=False,  # our own access line names the route template, never a raw path or query
+        log_config=None,  # the root logging the edge configured (with the key mask) handles uvicorn's too
+        server_header=False,
+        timeout_keep_alive=30,
+        timeout_graceful_shutdown=15,
+        lifespan="on",
+    )
+    server = uvicorn.Server(config)
+    config.load()
+    sock = _bind(settings.host, settings.port)  # an OSError (port taken) is the caller's one-line error
+    host, port = sock.getsockname()[:2]
+    scheme = "https" if settings.certfile else "http"
+    shown = f"[{host}]" if ":" in str(host) else str(host)
+    if announce is not None:
+        announce(f"macupos serve: listening on {scheme}://{shown}:{port}")
+    await server.serve(sockets=[sock])

@@ -1,0 +1,51 @@
+"""The service's settings: where it listens, its limits and their defaults. Built once at the edge (the
+`macupos serve` options) and passed down as typed values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["MB", "Limits", "ServiceSettings"]
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Body caps (bytes, after gunzip), per-key rate limits and request deadlines; docs/service.md lists them."""
+
+    transcript_bytes: int = 50 * MB
+    handoff_bytes: int = 1 * MB
+    json_bytes: int = 256 * 1024  # POST /v1/script and /v1/register
+    mcp_bytes: int = 4 * MB
+    rate_per_s: float = 50.0  # per key, sustained; 0 turns the limit off
+    rate_burst: int = 100
+    register_per_hour: int = 10  # POST /v1/register per client address
+    register_global_per_hour: int = 100
+    request_timeout_s: float = 30.0
+    upload_timeout_s: float = 300.0  # a 50 MB transcript: its body, its parse and its handoffs
+    max_open_tenants: int = 32  # tenants whose databases stay open (least recently used closed first)
+    handoffs_page_max: int = 500
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceSettings:
+    home: Path  # $MACUPOS_HOME: service.db and tenants/<tenant>/
+    host: str = "127.0.0.1"
+    port: int = 8750
+    certfile: Path | None = None
+    keyfile: Path | None = None
+    allow_register: bool = False
+    use_llm: bool = False  # handoffs by the deterministic extractor unless the owner turns the LLM on
+    cors_origins: tuple[str, ...] = ()  # CORS is off unless origins are named
+    forwarded_allow_ips: str = "127.0.0.1"  # proxies whose X-Forwarded-For is believed
+    limits: Limits = field(default_factory=Limits)
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "service.db"
+
+    @property
+    def tenants_dir(self) -> Path:
+        return self.home / "tenants"
