@@ -48,7 +48,7 @@ if spec.get("batch_files"):
     async def run():
         import os
         async with await Eywa.open(MemorySettings.from_env(os.environ)) as eywa:
-            r = await eywa.import_dir(Path(spec["tree"]), batch_files=spec["batch_files"])
+            r = await eywa.import_dir(Path(spec["tree"]), batch_files=spec["batch_files"], workers=spec["workers"])
             return f"imported {r.imported} rejected {len(r.rejected)}"
     out = asyncio.run(run())
 else:
@@ -155,8 +155,12 @@ def main() -> None:
             write_tree(tmp / "small-tree", args.baseline_n, seed=12)
             pairs: list[tuple[float, float]] = []
             for rnd in range(2):  # alternating, so both see the same machine
-                one, rss1, out1 = _run(tmp / f"one-{rnd}", {"tree": str(tmp / "small-tree"), "batch_files": 1})
-                bulk, rss2, out2 = _run(tmp / f"bulk-{rnd}", {"tree": str(tmp / "small-tree"), "batch_files": 256})
+                one, rss1, out1 = _run(
+                    tmp / f"one-{rnd}", {"tree": str(tmp / "small-tree"), "batch_files": 1, "workers": 0}
+                )
+                bulk, rss2, out2 = _run(
+                    tmp / f"bulk-{rnd}", {"tree": str(tmp / "small-tree"), "batch_files": 256, "workers": 1}
+                )
                 _row("import 1-by-1", args.baseline_n, one, rss1, out1)
                 _row("import bulk", args.baseline_n, bulk, rss2, f"{out2}; {one / bulk:.1f}x faster")
                 pairs.append((one, bulk))
@@ -170,7 +174,9 @@ def main() -> None:
                 _row(name, args.transcripts, secs, rss, out)
         if "hostile" in only:
             n_files = write_hostile_tree(tmp / "hostile", good=200, outside=tmp / "outside")
-            secs, rss, out = _run(tmp / "home-hostile", {"tree": str(tmp / "hostile"), "batch_files": 256})
+            secs, rss, out = _run(
+                tmp / "home-hostile", {"tree": str(tmp / "hostile"), "batch_files": 256, "workers": 1}
+            )
             _row("hostile", n_files, secs, rss, out)
 
 

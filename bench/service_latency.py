@@ -130,19 +130,33 @@ def remote_latency(url: str, key: str, queries: list[str], now: datetime) -> lis
     return out
 
 
-async def local_latency(home: Path, queries: list[str], now: datetime) -> list[float]:
+async def local_latency(home: Path, queries: list[str], now: datetime) -> tuple[list[float], float]:
+    """Wall time of each in-process `Eywa.get`, and the CPU seconds one took on average."""
     eywa = await Eywa.open(_settings(home))
     out = []
     try:
         for q in queries[:50]:
             await eywa.get(q, as_of=now)
+        cpu = time.process_time()
         for q in queries:
             start = time.perf_counter()
             await eywa.get(q, as_of=now)
             out.append(time.perf_counter() - start)
+        cpu = (time.process_time() - cpu) / len(queries)
     finally:
         await eywa.close()
-    return out
+    return out, cpu
+
+
+def healthz_cpu(url: str, pid: int, n: int = 300) -> float:
+    """The server's CPU seconds for a request that does nothing: HTTP parsing, routing, the middleware."""
+    with httpx.Client(base_url=url, timeout=60) as c:
+        for _ in range(30):
+            c.get("/healthz")
+        cpu0 = _cpu_s(pid)
+        for _ in range(n):
+            c.get("/healthz")
+    return (_cpu_s(pid) - cpu0) / n
 
 
 def cli_latency(home: Path, queries: list[str], now: datetime, runs: int) -> list[float]:
@@ -274,10 +288,11 @@ async def run(root: Path, n: int, n_queries: int, seconds: float, conc: int) -> 
     keys, queries, now = await _prepare(home, n)
     queries = queries[:n_queries]
     tenant0 = home / "tenants" / "tenant-0"
-    local = await local_latency(tenant0, queries, now)
+    local, local_cpu = await local_latency(tenant0, queries, now)
     cli = cli_latency(tenant0, queries, now, 5)
     load_before = os.getloadavg()[0]
     with _serving(home) as (url, pid):
+        bare_cpu = healthz_cpu(url, pid)
         cpu0 = _cpu_s(pid)
         remote = remote_latency(url, keys[0], queries, now)
         cpu_per_get = (_cpu_s(pid) - cpu0) / (len(queries) + 50)
@@ -294,7 +309,11 @@ async def run(root: Path, n: int, n_queries: int, seconds: float, conc: int) -> 
         "handoffs": n,
         "queries": len(queries),
         "get_ms": {"remote": _ms(remote), "local_eywa_get": _ms(local), "local_cli_process": _ms(cli)},
-        "server_cpu_ms_per_get": round(cpu_per_get * 1000, 3),
+        "cpu_ms": {
+            "server_per_get": round(cpu_per_get * 1000, 3),
+            "server_per_healthz": round(bare_cpu * 1000, 3),
+            "local_eywa_get": round(local_cpu * 1000, 3),
+        },
         "throughput": rate,
         "upload_1mb_s": {
             "plain_median": round(statistics.median(up["plain"]), 3),
@@ -331,7 +350,11 @@ def main() -> None:
         ("local `macupos memory get` command", "local_cli_process"),
     ):
         print(f"{label:<34} {g[key]['p50']:>8.2f} {g[key]['p95']:>8.2f} {g[key]['p99']:>8.2f}")
-    print(f"server CPU per /v1/get (the serving process's own CPU time): {result['server_cpu_ms_per_get']} ms")
+    cpu = result["cpu_ms"]
+    print(
+        f"CPU per request: server /v1/get {cpu['server_per_get']} ms, server /healthz {cpu['server_per_healthz']} ms, "
+        f"in-process Eywa.get {cpu['local_eywa_get']} ms"
+    )
     t = result["throughput"]
     print(
         f"\nthroughput: {t['gets_per_s']} gets/s over {TENANTS} tenants, {t['concurrency']} concurrent clients, "

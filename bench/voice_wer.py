@@ -10,10 +10,12 @@ For each setting (model × priming × beam × temperature) and each voice it rep
     punctuation dropped, "x.py" read as "x dot py", numbers up to 99 as words);
   * decisive: the share of sentences whose decisive words (push, branch, a project name…) were all heard;
   * p50 seconds per clip (a relative figure: other work may share the machine).
-Priming "on" passes HOTWORDS the way bot.voice_flow does (project names, then memory keywords).
+Priming: "off" (no prompt), "owner" (HOTWORDS, as bot.voice_flow builds them: project names, then memory
+keywords), "coding" (those and bot.voice.CODING_TERMS, the Transcriber's default glossary).
 
 Run: .venv/bin/python -m bench.voice_wer [--models tiny.en,PATH] [--beams 1,5] [--temperatures 0,fallback]
-       [--priming off,on] [--voices piper,espeak150,espeak210] [--limit N] [--cache DIR] [--json OUT] [--errors]
+       [--priming off,owner,coding] [--voices piper,espeak150,espeak210] [--limit N] [--cache DIR]
+       [--json OUT] [--errors]
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from bot.speech import Speaker, encode_ogg_opus
-from bot.voice import Transcriber
+from bot.voice import CODING_TERMS, Transcriber
 
 DATA = Path(__file__).parent / "data" / "coding_speech.txt"
 # What VoiceFlow.hotwords would give for an owner with these projects and recent handoffs: project names
@@ -82,16 +84,20 @@ class Sentence:
     spoken: str
 
 
+_CLIP_VERSION = 2  # bump when the voices or their encoding change: cached clips are then made anew
+PRIMING = ("off", "owner", "coding")  # nothing; the owner's hotwords; those and bot.voice.CODING_TERMS
+
+
 @dataclass(frozen=True, slots=True)
 class Setting:
     model: str
-    priming: bool
+    priming: str  # one of PRIMING
     beam: int
     temperature: str  # "0" or "fallback"
 
     @property
     def name(self) -> str:
-        return f"{self.model} priming={'on' if self.priming else 'off'} beam={self.beam} T={self.temperature}"
+        return f"{self.model} priming={self.priming} beam={self.beam} T={self.temperature}"
 
 
 def load_sentences(path: Path = DATA) -> list[Sentence]:
@@ -160,7 +166,7 @@ async def make_clips(sentences: list[Sentence], voices: list[str], cache: Path |
         speaker = Speaker()
         try:
             for voice, sentence in itertools.product(voices, sentences):
-                key = hashlib.sha1(f"{voice}|{sentence.spoken}".encode()).hexdigest()[:16]
+                key = hashlib.sha1(f"{_CLIP_VERSION}|{voice}|{sentence.spoken}".encode()).hexdigest()[:16]
                 cached = cache / f"{key}.ogg" if cache else None
                 if cached is not None and cached.exists():
                     clips[voice].append(cached.read_bytes())
@@ -188,7 +194,8 @@ async def measure(
 ) -> dict[str, Any]:
     transcriber.beam_size = setting.beam
     transcriber.temperature = 0.0 if setting.temperature == "0" else None
-    hotwords = HOTWORDS if setting.priming else []
+    hotwords = HOTWORDS if setting.priming != "off" else []
+    transcriber.glossary = CODING_TERMS if setting.priming == "coding" else ()
     edits = words = right = 0
     seconds: list[float] = []
     errors: list[dict[str, str]] = []
@@ -223,7 +230,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         ) as t:
             await t.load()
             grid = itertools.product(
-                [p == "on" for p in args.priming.split(",")],
+                args.priming.split(","),
                 [int(b) for b in args.beams.split(",")],
                 args.temperatures.split(","),
             )
@@ -253,7 +260,7 @@ def _line(row: dict[str, Any], voices: list[str]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", default="tiny.en", help="comma-separated: tiny.en (bundled) or CTranslate2 paths")
-    parser.add_argument("--priming", default="off,on")
+    parser.add_argument("--priming", default=",".join(PRIMING), help="off, owner (hotwords), coding (and terms)")
     parser.add_argument("--beams", default="1,5")
     parser.add_argument("--temperatures", default="0,fallback", help="0: greedy/beam only; fallback: 0.0…1.0")
     parser.add_argument("--voices", default="piper,espeak150,espeak210")

@@ -21,14 +21,17 @@ from telegram.ext import Application, ApplicationBuilder, ApplicationHandlerStop
 from telegram.request import HTTPXRequest
 
 from bot.approvals import APPROVE_ACTION, Approvals
+from bot.attachments import Attachments
 from bot.auth import forward_origin_name, is_allowed, quote_forwarded
 from bot.commands import Commands, bot_commands
 from bot.intake import ALLOWED_UPDATES, Intake
 from bot.progress import Sender, escape
+from bot.project_memory import ProjectMemory
 from bot.records import StoredUpdate
 from bot.review import REVIEW_ACTION, Reviews
 from bot.rpa_runner import RpaRunner
 from bot.services import Services, Tuning
+from bot.session_list import SESSIONS_ACTION, SessionList
 from bot.sessions import SessionManager
 from bot.settings import BotSettings
 from bot.state import BotState
@@ -135,7 +138,10 @@ class BotApp:
         self.sessions = SessionManager(services, self.approvals, self.reviews, RpaRunner(services))
         self.commands = Commands(services, self.sessions)
         self.voice = VoiceFlow(services, self.sessions)
-        self.intake = Intake(services, self.route)
+        self.attachments = Attachments(services, self.sessions)
+        self.session_list = SessionList(services, self.sessions.continue_session)
+        self.intake = Intake(services, self.route, route_album=self.route_album)
+        await ProjectMemory(services).sync()  # memory and the hooks learn which projects are private
         if facts is not None:
             await self._start_facts_sync(facts)
 
@@ -294,7 +300,7 @@ class BotApp:
         if stored.chat_id is None:
             return
         message = stored.payload.get("message") or {}
-        what = str(message.get("text") or ("a voice note" if message.get("voice") else "an update"))
+        what = str(message.get("text") or message.get("caption") or _kind_of(message))
         try:
             await s.sender.send(
                 stored.chat_id,
@@ -338,12 +344,9 @@ class BotApp:
             await self.voice.handle(chat_id, user_id, message.voice, forwarded_from=forwarded)
             return
         if message.effective_attachment is not None:
-            # A file, photo or the like: running its caption alone would act without what it refers to.
-            await self._reply(
-                chat_id,
-                "Files, photos and other attachments are not supported yet; nothing was run. "
-                "Send the instruction as text (or a voice note).",
-            )
+            # A photo or file runs with its caption, or not at all (see bot.attachments).
+            await self.voice.take_edit(chat_id)  # like a text, it replaces a transcript awaiting Run
+            await self.attachments.handle(chat_id, user_id, [message])
             return
         text = quote_forwarded(data)
         if not any(ch.isprintable() and not ch.isspace() for ch in text):  # empty, spaces, zero-width marks
@@ -369,6 +372,15 @@ class BotApp:
         await self.voice.take_edit(chat_id)  # a text while a transcript waits replaces the transcript
         await self.sessions.submit(chat_id, user_id, text, "text")
 
+    async def route_album(self, updates: list[Update]) -> None:
+        """Several photos or files sent together (one ``media_group_id``): one instruction, with every file."""
+        messages = [u.message for u in updates if u.message is not None]
+        if not messages:
+            return
+        first = messages[0]
+        await self.voice.take_edit(first.chat_id)
+        await self.attachments.handle(first.chat_id, first.from_user.id if first.from_user else 0, messages)
+
     async def _on_callback(self, update: Update) -> None:
         s = self.services
         query = update.callback_query
@@ -383,6 +395,8 @@ class BotApp:
             toast = await self.approvals.on_callback(callback)
         elif callback.action == REVIEW_ACTION:
             toast = await self.reviews.on_callback(callback, message_id)
+        elif callback.action == SESSIONS_ACTION:
+            toast = await self.session_list.on_callback(callback)
         elif callback.action == VOICE_ACTION:
             toast = await self.voice.on_callback(
                 callback.chat_id, callback.user_id, op, str(callback.payload.get("text", ""))
@@ -399,6 +413,14 @@ class BotApp:
         else:
             toast = "Unknown button."
         await s.sender.answer_callback(query.id, toast)
+
+
+def _kind_of(message: dict[str, Any]) -> str:
+    """How a stored message without text is named in a report ("a voice note", "a photo" …)."""
+    for key, name in (("voice", "a voice note"), ("photo", "a photo"), ("document", "a file")):
+        if message.get(key):
+            return name
+    return "an update"
 
 
 async def run_bot(settings: BotSettings, relay: RelaySettings, *, tuning: Tuning | None = None) -> None:

@@ -1,5 +1,8 @@
 """Tap-to-approve: a tool request from a session becomes a message with Allow / Deny / Allow for this session.
 
+Claude's requests show the tool and its command, file or URL; Codex's show the command it wants to run (and
+why), or the files it wants to change with a preview of the diff.
+
 Only the owner who gave the instruction can press (the buttons are BotState callbacks bound to that user),
 once, before they expire; an unanswered request is denied after ``approval_timeout_s``.
 """
@@ -18,17 +21,34 @@ from bot.records import Callback
 from bot.services import Services
 from relay.approvals import ApprovalDecision, ApprovalHandler, ApprovalRequest
 
-__all__ = ["APPROVE_ACTION", "Approvals"]
+__all__ = ["APPROVE_ACTION", "Approvals", "card_text"]
 
 logger = logging.getLogger(__name__)
 
 APPROVE_ACTION = "approve"
 _SHOWN_INPUT = 600
+_SHOWN_DIFF = 900
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _shown(request: ApprovalRequest) -> str:
-    text = request.summary
-    return text if len(text) <= _SHOWN_INPUT else text[:_SHOWN_INPUT] + "…"
+    return _cut(request.summary, _SHOWN_INPUT)
+
+
+def card_text(request: ApprovalRequest) -> str:
+    """The approval message (HTML): who asks, for what."""
+    if request.engine != "codex":
+        return f"🔐 Claude asks to use <b>{escape(request.tool_name)}</b>:\n<code>{escape(_shown(request))}</code>"
+    who = f"Codex ({escape(request.stage)})" if request.stage else "Codex"
+    why = f"\n<i>{escape(_cut(request.reason, 200))}</i>" if request.reason else ""
+    if request.tool_name == "file change":
+        diff = str(request.input.get("diff") or "")
+        preview = f"\n<pre>{escape(_cut(diff, _SHOWN_DIFF))}</pre>" if diff else ""
+        return f"🔐 {who} asks to change files:\n<code>{escape(_shown(request))}</code>{why}{preview}"
+    return f"🔐 {who} asks to run:\n<code>{escape(_shown(request))}</code>{why}"
 
 
 class Approvals:
@@ -68,7 +88,7 @@ class Approvals:
         }
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiting[group] = future
-        text = f"🔐 Claude asks to use <b>{escape(request.tool_name)}</b>:\n<code>{escape(_shown(request))}</code>"
+        text = card_text(request)
         message_id: int | None = None
         try:
             message = await s.sender.send(

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 from pathlib import Path
+from types import TracebackType
 
 import click
 
@@ -13,6 +15,7 @@ from bot.doctor import doctor_command
 from memory.cli import memory_group
 from memory.clitypes import HOME_KEY, SETTINGS_ERROR_KEY, StorageFaultExit
 from memory.errors import MemoryStoreError, SettingsError, StorageError
+from memory.log_redact import RedactingFilter, install, token_literals
 from memory.settings import MemorySettings, config_path, home_from_env
 from relay.cli import SETTINGS_KEY, relay_group
 from relay.settings import RelaySettings, read_config_toml
@@ -20,25 +23,18 @@ from service.cli import serve_group
 
 __all__ = ["main"]
 
+_log = logging.getLogger("macupos")
+# One per process: installed on the root handlers by `main`, told the owner's secrets and the bot token.
+_LOG_FILTER = RedactingFilter()
 
-class TokenMask(logging.Filter):
-    """Replaces the bot token in every log record (message and arguments) with ``<token>``."""
 
-    def __init__(self, token: str) -> None:
-        super().__init__()
-        self.token = token
+def _log_uncaught(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    """An uncaught exception's traceback goes through logging too, so the redacting filter sees it."""
+    if issubclass(kind, KeyboardInterrupt):
+        sys.__excepthook__(kind, exc, tb)
+        return
+    _log.critical("uncaught exception", exc_info=(kind, exc, tb))
 
-    def clean(self, text: str) -> str:
-        return text.replace(self.token, "<token>") if self.token else text
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if self.token:
-            record.msg = self.clean(record.getMessage())
-            record.args = None
-            if record.exc_info and record.exc_info[1] is not None:
-                record.exc_text = self.clean(logging.Formatter().formatException(record.exc_info))
-                record.exc_info = None
-        return True
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -53,6 +49,9 @@ def main(ctx: click.Context, verbose: int) -> None:
     """
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    # Secrets never reach a log: every record's final text (and traceback) passes the redactor.
+    install(_LOG_FILTER)
+    sys.excepthook = _log_uncaught
     try:
         memory = MemorySettings.from_env(os.environ)
     except SettingsError as exc:
@@ -64,6 +63,7 @@ def main(ctx: click.Context, verbose: int) -> None:
             ctx.meta[HOME_KEY] = home_from_env(os.environ)  # where a failing hook still logs why
             return
         raise click.ClickException(f"configuration: {exc}") from exc
+    _LOG_FILTER.update(own_secrets=memory.own_secrets)
     ctx.obj = memory
 
     def relay_settings() -> RelaySettings:
@@ -101,10 +101,10 @@ def bot_command() -> None:
     # secrets from this process so no Claude or Codex child (nor anything they run) can read them.
     for name in BOT_ONLY_SECRETS:
         os.environ.pop(name, None)
-    # The token is in every Bot API URL: no log line or error may carry it (httpx logs each request at INFO).
-    mask = TokenMask(settings.token)
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(mask)
+    # The token is in every Bot API URL: no log line or error may carry it (httpx logs each request at INFO),
+    # whole, URL-encoded or its secret half; nor may the owner's own secrets.
+    mask = install(_LOG_FILTER)
+    mask.update(own_secrets=settings.memory.own_secrets, literals=token_literals(settings.token))
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         asyncio.run(run_bot(settings, relay))

@@ -1,5 +1,5 @@
-"""The chat's slash commands: memory in chat (/recall, /remember, /facts, /rules, /handoffs), /cost, /help,
-and the session commands (/new, /project, /stop, /status, /rpa) that :mod:`bot.sessions` carries out.
+"""The chat's slash commands: memory in chat (/recall, /remember, /facts, /rules, /handoffs, /memory), /cost, /help,
+and the session commands (/new, /sessions, /project, /stop, /status, /rpa) that :mod:`bot.sessions` carries out.
 """
 
 from __future__ import annotations
@@ -13,11 +13,14 @@ from datetime import UTC, datetime
 from telegram import BotCommand
 
 from bot.progress import escape, format_usage
+from bot.project_memory import ProjectMemory
 from bot.services import Services
+from bot.session_list import SessionList
 from bot.sessions import SessionManager
 from bot.telegram_format import brief
 from memory.errors import MemoryStoreError
 from relay.grounding import ensure_rules_file
+from relay.ledger import MEMORY_ENGINE, SESSION_ENGINES
 
 __all__ = ["COMMANDS", "Commands", "bot_commands"]
 
@@ -25,6 +28,7 @@ logger = logging.getLogger(__name__)
 
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("new", "Start a fresh session (grounded in memory)"),
+    ("sessions", "Recent sessions of this project; tap one to continue it"),
     ("project", "Show or switch the project folder: /project NAME"),
     ("stop", "Interrupt the running session and drop what waits"),
     ("status", "What runs and what waits"),
@@ -33,13 +37,15 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("facts", "The facts injected into new sessions"),
     ("rules", "The standing rules (MEMORY.md)"),
     ("handoffs", "Recent session handoffs"),
+    ("memory", "This project's memory: /memory on | off | status"),
     ("cost", "Tokens and cost so far"),
     ("rpa", "Research → Plan → Audit → execute: /rpa TASK"),
     ("help", "What this bot does"),
 )
 
 HELP = (
-    "Send an instruction as text or a voice note: it goes to this chat's Claude Code session.\n"
+    "Send an instruction as text or a voice note (photos and files too, with or without a caption): it goes "
+    "to this chat's Claude Code session.\n"
     'Short follow-ups ("removed; push") continue the same session; while it runs they are queued.\n\n'
     + "\n".join(f"/{name} — {text}" for name, text in COMMANDS)
 )
@@ -63,6 +69,9 @@ class Commands:
                 return
             await self.sessions.submit(chat_id, user_id, args.strip(), "rpa")
             return
+        if name == "sessions":  # its Continue buttons are the presser's: it needs the user
+            await SessionList(s, self.sessions.continue_session).show(chat_id, user_id)
+            return
         reply = await self._reply(name, args.strip(), chat_id)
         if reply is not None:
             await s.sender.send(chat_id, reply)
@@ -82,7 +91,7 @@ class Commands:
             case "status":
                 return escape(await sm.status(chat_id))
             case "recall":
-                return await self.recall(args)
+                return await self.recall(args, chat_id)
             case "remember":
                 return await self.remember(chat_id, args)
             case "facts":
@@ -91,19 +100,23 @@ class Commands:
                 await self.rules(chat_id)
                 return None
             case "handoffs":
-                return await self.handoffs()
+                return await self.handoffs(chat_id)
+            case "memory":
+                return await ProjectMemory(self.services).command(chat_id, args)
             case "cost":
                 return await self.cost()
         return escape(f"Unknown command /{brief(name, 40)}. Try /help.")
 
-    async def recall(self, query: str) -> str:
-        """The same retrieval the agents' ``eywa_get`` runs, then full-text hits, with dates."""
+    async def recall(self, query: str, chat_id: int) -> str:
+        """The same retrieval the agents' ``eywa_get`` runs, then full-text hits, with dates. Other private
+        projects' sessions are left out (the chat's own project's are shown, private or not)."""
         s = self.services
         if not query:
             return "Usage: /recall QUERY"
+        folder = (await s.project_of(chat_id)).path
         try:
-            grounding = await s.eywa.get(query)
-            hits = [] if grounding.results else await s.eywa.search(query, limit=5)
+            grounding = await s.eywa.get(query, viewer=folder)
+            hits = [] if grounding.results else await s.eywa.search(query, limit=5, viewer=folder)
         except MemoryStoreError as exc:
             return escape(f"Memory is unavailable: {exc}")
         if grounding.results:
@@ -146,9 +159,11 @@ class Commands:
         await s.sender.send(chat_id, f"📜 <b>Standing rules</b> <i>({escape(str(path))})</i>")
         await s.sender.send_markdown(chat_id, text, document_threshold=s.tuning.document_threshold)
 
-    async def handoffs(self) -> str:
+    async def handoffs(self, chat_id: int) -> str:
         s = self.services
-        rows = await s.eywa.list_handoffs(limit=10)
+        rows = await s.eywa.list_handoffs(limit=30)
+        hidden = await s.eywa.hidden_from((await s.project_of(chat_id)).path, [h.session_id for h in rows])
+        rows = [h for h in rows if h.session_id not in hidden][:10]
         if not rows:
             return "No handoffs yet."
         lines = ["📒 <b>Recent handoffs</b>"]
@@ -159,6 +174,7 @@ class Commands:
         return "\n".join(lines)
 
     async def cost(self) -> str:
+        """Sessions' spend (Claude, Codex) and memory's own (handoff extraction) apart, then the top sessions."""
         s = self.services
         if s.ledger is None or not await s.ledger.available():
             return "No cost ledger yet."
@@ -167,8 +183,17 @@ class Commands:
             return "Nothing spent yet."
         lines = ["💰 <b>Cost</b>"]
         for t in engines:
-            lines.append(f"• {escape(t.key)}: {t.runs} runs · {escape(format_usage(t.tokens, t.cost_usd))}")
-        sessions = (await s.ledger.totals("session"))[:5]
+            if t.key != MEMORY_ENGINE:
+                lines.append(f"• {escape(t.key)}: {t.runs} runs · {escape(format_usage(t.tokens, t.cost_usd))}")
+        memory = next((t for t in engines if t.key == MEMORY_ENGINE), None)
+        if memory is not None:
+            m = s.settings.memory
+            today = await s.ledger.memory_spent_today(m.timezone)
+            cap = f" of ${m.memory_daily_budget_usd:.2f}" if m.memory_daily_budget_usd is not None else ""
+            usage = escape(format_usage(memory.tokens, memory.cost_usd))
+            lines.append("<b>Memory</b> (handoff extraction)")
+            lines.append(f"• {memory.runs} calls · {usage} · today ${today:.4f}{cap}")
+        sessions = (await s.ledger.totals("session", engines=SESSION_ENGINES))[:5]
         if sessions:
             lines.append("<b>Top sessions</b>")
             lines += [f"• {escape(t.key[:8])}: {escape(format_usage(t.tokens, t.cost_usd))}" for t in sessions]

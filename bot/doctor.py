@@ -31,6 +31,7 @@ from memory.errors import MEMORY_RECOVER_WAY_OUT
 from memory.migrations import MIGRATIONS as MEMORY_MIGRATIONS
 from memory.settings import config_path
 from memory.storage_faults import sqlite_fault
+from relay.login import CLAUDE_LOGIN_FIX, CODEX_LOGIN_FIX
 from relay.settings import RelaySettings, read_config_toml
 
 __all__ = ["Check", "doctor_command", "format_checks", "run_doctor"]
@@ -198,7 +199,7 @@ def _claude_login(settings: BotSettings) -> Check:
     return _fail(
         name,
         f"no ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN or stored login under {base}",
-        "run `claude` once and /login as the bot's user (or `claude setup-token` and set CLAUDE_CODE_OAUTH_TOKEN)",
+        CLAUDE_LOGIN_FIX,
     )
 
 
@@ -233,7 +234,7 @@ def _codex_login(settings: BotSettings) -> Check:
     return _fail(
         name,
         f"no {home / 'auth.json'} and no API key variable",
-        "run `codex login` as the bot's user (same CODEX_HOME), or set OPENAI_API_KEY",
+        CODEX_LOGIN_FIX,
     )
 
 

@@ -7,6 +7,12 @@ at any point loses nothing and a redelivery is never handled twice. A stranger's
 write: it gets at most one short refusal per chat per window and never reaches a handler.
 
 Admitted updates are handled one at a time per chat, in arrival order; chats run in parallel.
+
+An album (messages sharing a ``media_group_id``: Telegram sends each photo or file of a multi-select as its
+own message) is handled as one: its first message takes the chat's turn, then waits until no further part
+has come for :data:`ALBUM_GAP_S` (at most :data:`ALBUM_MAX_S` in all, :data:`ALBUM_MAX_PARTS` parts), and the
+parts go to ``route_album`` together. Parts stay "received" in bot.db until then, so a restart in the window
+handles them again, as one album.
 """
 
 from __future__ import annotations
@@ -27,14 +33,47 @@ from telegram.warnings import PTBUserWarning
 from bot.auth import REFUSAL_TEXT, Gatekeeper, UpdateOrigin, Verdict, describe_update_origin
 from bot.services import Services
 
-__all__ = ["ALLOWED_UPDATES", "Intake", "Route"]
+__all__ = ["ALBUM_GAP_S", "ALBUM_MAX_PARTS", "ALBUM_MAX_S", "ALLOWED_UPDATES", "AlbumRoute", "Intake", "Route"]
 
 logger = logging.getLogger(__name__)
 
 Route = Callable[[Update], Awaitable[None]]
+AlbumRoute = Callable[[list[Update]], Awaitable[None]]
 # Only what the bot acts on: Telegram then never stores other kinds (polls, joins, reactions) for us.
 ALLOWED_UPDATES: tuple[str, ...] = ("message", "edited_message", "callback_query")
 _MAX_BACKOFF_S = 30.0
+# Telegram delivers an album's parts within a second or so of each other; 10 is its most parts.
+ALBUM_GAP_S = 1.5
+ALBUM_MAX_S = 8.0
+ALBUM_MAX_PARTS = 10
+
+
+class _Album:
+    def __init__(self, first: Update) -> None:
+        self.updates = [first]
+        self.grew = asyncio.Event()
+        self.closed = False
+
+    def add(self, update: Update) -> None:
+        self.updates.append(update)
+        self.grew.set()
+
+    async def settle(self) -> None:
+        """Return once no part came for ALBUM_GAP_S, the album is full, or ALBUM_MAX_S passed (bounded)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + ALBUM_MAX_S
+        while len(self.updates) < ALBUM_MAX_PARTS:
+            self.grew.clear()
+            left = deadline - loop.time()
+            if left <= 0:
+                return
+            try:
+                async with asyncio.timeout(min(ALBUM_GAP_S, left)):
+                    await self.grew.wait()
+            except TimeoutError:
+                return
+
+
 _SALVAGE_TIMEOUT_S = 10.0
 _MAX_ID = 2**63  # SQLite's integers; Telegram's ids fit in 52 bits
 # The raw getUpdates of Intake._salvage is deliberate: Bot.get_updates is the call whose parsing failed.
@@ -57,9 +96,18 @@ def _malformed(update_id: object, origin: UpdateOrigin, data: dict[str, Any]) ->
 
 
 class Intake:
-    def __init__(self, services: Services, route: Route, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        services: Services,
+        route: Route,
+        *,
+        route_album: AlbumRoute | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.services = services
         self.route = route
+        self.route_album = route_album
+        self._albums: dict[tuple[int, str], _Album] = {}
         self.gate = Gatekeeper.from_settings(services.settings)
         self._clock = clock
         self._tasks: set[asyncio.Task[None]] = set()
@@ -115,7 +163,16 @@ class Intake:
         lock = self._chat_locks.get(key)
         if lock is None:
             lock = self._chat_locks[key] = asyncio.Lock()
-        self._spawn(self._handle(update, lock))
+        group = update.message.media_group_id if update.message is not None else None
+        if group is None or self.route_album is None:
+            self._spawn(self._handle(update, lock))
+            return
+        album = self._albums.get((key, group))
+        if album is not None and not album.closed and len(album.updates) < ALBUM_MAX_PARTS:
+            album.add(update)  # the first part's task routes it
+            return
+        album = self._albums[(key, group)] = _Album(update)
+        self._spawn(self._handle_album(album, (key, group), lock))
 
     async def _handle(self, update: Update, lock: asyncio.Lock) -> None:
         state = self.services.state
@@ -130,6 +187,29 @@ class Intake:
                 await state.mark_update(update.update_id, "failed")
                 return
             await state.mark_update(update.update_id, "done")
+
+    async def _handle_album(self, album: _Album, key: tuple[int, str], lock: asyncio.Lock) -> None:
+        state = self.services.state
+        assert self.route_album is not None
+        async with lock:  # the album takes the chat's turn at its first part, so what follows waits for it
+            await album.settle()
+            album.closed = True
+            if self._albums.get(key) is album:
+                del self._albums[key]
+            ids = [u.update_id for u in album.updates]
+            for uid in ids:
+                await state.mark_update(uid, "handling")
+            try:
+                await self.route_album(list(album.updates))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("album of updates %s failed", ids)
+                for uid in ids:
+                    await state.mark_update(uid, "failed")
+                return
+            for uid in ids:
+                await state.mark_update(uid, "done")
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)

@@ -117,4 +117,13 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE queue ADD COLUMN attachments TEXT NOT NULL DEFAULT '[]';
     """,
+    # 4: /memory off|on per project (by the name in MACUPOS_PROJECTS); the bot mirrors the private ones'
+    # folders into $MACUPOS_HOME/private-projects, which memory, its hooks and a plain `memory ingest` read.
+    """
+    CREATE TABLE project_memory(
+        project TEXT PRIMARY KEY,
+        private INTEGER NOT NULL CHECK(private IN (0, 1)),
+        updated_at REAL NOT NULL
+    );
+    """,
 )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.progress import escape
@@ -32,6 +33,8 @@ logger = logging.getLogger(__name__)
 SESSIONS_ACTION = "sessions"
 MAX_LISTED = 8
 _BUTTON_TTL_S = 86400.0
+# SessionManager.continue_session: (chat, session id, project name) → the line to say.
+Continue = Callable[[int, str, str], Awaitable[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +77,7 @@ def stand_in_line(session_id: str, handoff: HandoffRow | None) -> str:
 
 
 class SessionList:
-    def __init__(self, services: Services, continue_session: _Continue) -> None:
+    def __init__(self, services: Services, continue_session: Continue) -> None:
         self.services = services
         self._continue = continue_session
 
@@ -135,7 +138,3 @@ class SessionList:
         reply = await self._continue(callback.chat_id, str(p.get("session", "")), str(p.get("project", "")))
         await self.services.sender.send(callback.chat_id, reply, html_text=False)
         return reply
-
-
-class _Continue:  # the shape of SessionManager.continue_session, without importing the manager
-    async def __call__(self, chat_id: int, session_id: str, project: str) -> str: ...

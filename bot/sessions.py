@@ -21,6 +21,7 @@ from telegram.error import TelegramError
 from bot.approvals import Approvals
 from bot.errors import ChatBusyError
 from bot.login_notice import LoginNotices
+from bot.memory_budget import BudgetNotice
 from bot.progress import Progress, escape
 from bot.review import Reviews
 from bot.rpa_runner import RpaRunner, stage_line
@@ -72,6 +73,7 @@ class ChatSession:
     instruction: str = ""
     started: float = 0.0
     stopping: bool = False
+    run_id: int = 0  # the running instruction's row in bot.db
 
     @property
     def busy(self) -> bool:
@@ -91,6 +93,7 @@ class SessionManager:
         self.rpa = rpa
         self.shutting_down = False
         self.logins = LoginNotices(services.sender)
+        self.budget = BudgetNotice(services)
         self._chats: dict[int, ChatSession] = {}
 
     def chat(self, chat_id: int) -> ChatSession:
@@ -153,6 +156,7 @@ class SessionManager:
         session_id = "" if task.source == "rpa" else chat.session_id
         try:
             run_id = await s.state.start_run(chat_id, task.text, session_id, project.name)
+            c.run_id = run_id
         except ChatBusyError:
             await s.sender.send(
                 chat_id, "A run is still recorded as running in this chat; try /status.", html_text=False
@@ -287,6 +291,7 @@ class SessionManager:
                     stages=stage_configs(s.relay.codex_stages),
                     on_event=session.emit,
                     on_turn=session.on_codex_turn,
+                    approve=self.approvals.handler(c.chat_id, lambda: c.user_id),
                 ),
             )
         c.live, c.project = session, project.name
@@ -297,12 +302,17 @@ class SessionManager:
         progress = c.progress
         if isinstance(event, HandoffReady):
             await self.reviews.post(c.chat_id, c.user_id, event.session_id, event.markdown)
+            if event.budget_capped:
+                await self.budget.tell(c.chat_id)
             return
         if isinstance(event, LoginRefused):  # a Codex call of the session: the model carries on without it
             await self.logins.tell(c.chat_id, event.engine, event.message)
             return
         if isinstance(event, StageEnd) and event.ok:
             self.logins.clear(c.chat_id, event.engine)
+        if isinstance(event, StageEnd) and c.source == "rpa" and event.stage == "research" and event.thread_id:
+            # The run's main Claude session: /sessions lists the run by it, even while memory is unavailable.
+            await self.services.state.set_run_session(c.run_id, event.thread_id)
         if progress is None:
             return
         if isinstance(event, ToolStart):
@@ -488,4 +498,3 @@ class SessionManager:
                 with contextlib.suppress(asyncio.CancelledError):
                     await c.closing
             await self._close_live(c)
-

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Literal, cast
@@ -59,6 +59,8 @@ BOT_ENV_VARS: tuple[str, ...] = (
 
 BOT_ONLY_SECRETS = frozenset({"TELEGRAM_BOT_TOKEN"})
 _PROJECT_NAME = re.compile(r"^[\w.-]+$")
+# `name=path:private` in MACUPOS_PROJECTS: memory leaves the project alone (memory.privacy).
+PRIVATE_MARK = ":private"
 _DOTENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 
 
@@ -74,6 +76,7 @@ class ConfigError(BotError):
 class Project:
     name: str
     path: Path
+    private: bool = False  # marked `:private` in MACUPOS_PROJECTS: never ingested, extracted or recalled elsewhere
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,11 +169,15 @@ class BotSettings:
             memory = MemorySettings.from_env(merged)
         except SettingsError as exc:
             raise ConfigError(exc.setting, str(exc).removeprefix(f"{exc.setting}: ")) from exc
+        projects = _projects(merged.get("MACUPOS_PROJECTS", ""), here)
+        marked = tuple(p.path for p in projects if p.private and p.path not in memory.private_projects)
         return cls(
-            memory=memory,
+            # Memory learns the projects marked private here straight away; /memory off at run time reaches
+            # it (and the hooks) through the file the bot keeps (bot.project_memory).
+            memory=replace(memory, private_projects=(*memory.private_projects, *marked)),
             token=token,
             allowed_users=allowed,
-            projects=_projects(merged.get("MACUPOS_PROJECTS", ""), here),
+            projects=projects,
             api_url=_api_url(merged.get("MACUPOS_TELEGRAM_API_URL", "")),
             whisper_model=merged.get("MACUPOS_WHISPER_MODEL", "").strip(),
             whisper_backend=cast(WhisperBackend, backend),
@@ -271,15 +278,20 @@ def _projects(raw: str, cwd: Path) -> tuple[Project, ...]:
             continue
         name, sep, path_text = item.partition("=")
         name, path_text = name.strip(), path_text.strip()
+        private = path_text.endswith(PRIVATE_MARK)
+        if private:
+            path_text = path_text.removesuffix(PRIVATE_MARK).rstrip()
         if not sep or not name or not path_text:
-            raise ConfigError("MACUPOS_PROJECTS", f"{item!r} is not a name=path pair")
+            raise ConfigError(
+                "MACUPOS_PROJECTS", f"{item!r} is not a name=path pair (name=path:private marks one private)"
+            )
         if not _PROJECT_NAME.match(name):
             raise ConfigError("MACUPOS_PROJECTS", f"project name {name!r} may use only letters, digits, '.', '_', '-'")
         if name.casefold() in seen:
             raise ConfigError("MACUPOS_PROJECTS", f"project name {name!r} appears twice")
         seen.add(name.casefold())
         path = _home_path("MACUPOS_PROJECTS", path_text)
-        projects.append(Project(name, path if path.is_absolute() else cwd / path))
+        projects.append(Project(name, path if path.is_absolute() else cwd / path, private))
     if not projects:
         raise ConfigError("MACUPOS_PROJECTS", "lists no project; unset it to use the current folder")
     return tuple(projects)

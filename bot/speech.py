@@ -44,6 +44,7 @@ _R = TypeVar("_R")
 OPUS_RATE = 48_000  # Telegram voice notes: Opus at 48 kHz, mono
 _BITRATE = 32_000  # a voice bitrate: ≈ 4 KB per second of speech
 _SENTENCE_PAUSE_S = 0.2  # Piper speaks sentence by sentence with no gap; a short pause reads naturally
+_EDGE_SILENCE_S = 0.15  # before and after: players clip a note's first moments, and Whisper misses a cold onset
 _MAX_TEXT_CHARS = 4000  # far beyond a 30 s summary: a bound on the work one call can ask for
 
 
@@ -185,7 +186,8 @@ class Speaker:
             raise SpeechError(f"couldn't speak that text ({_short(exc)})") from exc
         if not parts:
             raise SpeechError("there is nothing to say")  # only punctuation or symbols
-        pcm = np.concatenate(parts)
+        edge = np.zeros(int(rate * _EDGE_SILENCE_S), dtype=np.int16)
+        pcm = np.concatenate([edge, *parts, edge])
         return SpokenNote(ogg=encode_ogg_opus(pcm, rate, self.bitrate), duration_s=len(pcm) / rate)
 
 

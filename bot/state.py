@@ -62,8 +62,9 @@ def _run(row: Sequence[Any]) -> Run:
 
 
 def _queued(row: Sequence[Any]) -> QueuedInstruction:
-    images = json.loads(row[6] or "[]")
-    return QueuedInstruction(*row[:6], images=tuple(str(p) for p in images) if isinstance(images, list) else ())
+    paths = json.loads(row[6] or "[]")
+    images = tuple(str(p) for p in paths) if isinstance(paths, list) else ()
+    return QueuedInstruction(row[0], row[1], row[2], row[3], row[4], row[5], images)
 
 
 def _review(row: Sequence[Any]) -> HandoffReview:
@@ -430,3 +431,18 @@ class BotState:
             (chat_id,),
         )
         return [_review(r) for r in rows]
+
+    # -- project memory ----------------------------------------------------------------------------------
+
+    async def set_memory_off(self, project: str, off: bool) -> None:
+        """``/memory off`` (True) or ``/memory on`` for a project, by its name."""
+        async with self._db.write() as conn:
+            await conn.execute(
+                "INSERT INTO project_memory(project, private, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT(project) DO UPDATE SET private = excluded.private, updated_at = excluded.updated_at",
+                (project, int(off), self._clock()),
+            )
+
+    async def memory_off_projects(self) -> set[str]:
+        """The names of the projects whose memory ``/memory off`` turned off."""
+        return {str(r[0]) for r in await self._all("SELECT project FROM project_memory WHERE private = 1")}

@@ -28,15 +28,22 @@ import av.error
 
 from bot.errors import VoiceError, VoiceModelError
 
-__all__ = ["Backend", "Transcriber", "Transcript", "default_model_path", "vocabulary_prompt"]
+__all__ = ["CODING_TERMS", "Backend", "Transcriber", "Transcript", "default_model_path", "vocabulary_prompt"]
 
 Backend = Literal["faster-whisper", "openai-whisper"]
 _R = TypeVar("_R")
 
-# Whisper's prompt window is 224 tokens and faster-whisper keeps only its tail; a short glossary
-# primes spelling without crowding out the audio.
-_MAX_PROMPT_WORDS = 40
-_MAX_PROMPT_CHARS = 400
+# Whisper's prompt window is 224 tokens and faster-whisper keeps only its tail; a glossary of ≈ 150
+# tokens primes spelling without crowding out the audio.
+_MAX_PROMPT_WORDS = 64
+_MAX_PROMPT_CHARS = 600
+# Words of coding instructions that tiny.en mishears unprimed ("poll request", "Sash my changes", "my
+# beat" for mypy); primed after the owner's project names and keywords. bench/voice_wer.py measures them.
+CODING_TERMS: tuple[str, ...] = (
+    "git", "branch", "commit", "push", "pull request", "rebase", "merge", "stash", "cherry-pick",
+    "pytest", "mypy", "ruff", "lint", "CI", "README", "docstring", "refactor", "deploy", "rollback",
+    "backoff", "webhook", "regex", "JSON", "API",
+)  # fmt: skip
 _WORD = re.compile(r"[^\s,;:]+(?:[ -][^\s,;:]+)*")
 
 
@@ -84,6 +91,9 @@ class Transcriber:
     folder; empty or None means the bundled ``tiny.en``. For ``backend="openai-whisper"`` it is an
     openai-whisper model name or ``.pt`` checkpoint path (default "tiny.en").
 
+    ``glossary``: terms primed on every note after the per-note hotwords (default: CODING_TERMS).
+    ``temperature``: None keeps the backend's fallback ladder; a number decodes once at that temperature.
+
     Use as ``async with Transcriber() as t: await t.transcribe(path)``, or call ``aclose()``.
     """
 
@@ -95,6 +105,7 @@ class Transcriber:
         compute_type: str = "int8",
         beam_size: int = 5,
         temperature: float | Sequence[float] | None = None,
+        glossary: Sequence[str] = CODING_TERMS,
         without_timestamps: bool = False,
         language: str | None = None,
         device: str = "cpu",
@@ -111,6 +122,7 @@ class Transcriber:
         # None: the backend's own fallback ladder (0.0, 0.2, … 1.0), retried when a decode looks like a loop.
         self.temperature = temperature
         self.without_timestamps = without_timestamps
+        self.glossary = tuple(glossary)
         self.language = language
         self.device = device
         self.cpu_threads = cpu_threads
@@ -137,10 +149,11 @@ class Transcriber:
     async def transcribe(self, audio: str | Path | bytes, *, hotwords: Sequence[str] = ()) -> Transcript:
         """Transcribe a voice note given as a file path or its bytes (OGG/Opus or anything FFmpeg reads).
 
-        ``hotwords``: project names and memory keywords that should be spelled as given.
+        ``hotwords``: project names and memory keywords that should be spelled as given; the transcriber's
+        ``glossary`` (coding terms) follows them in the prompt.
         Raises VoiceError when the audio cannot be decoded, VoiceModelError when the model cannot load.
         """
-        prompt = vocabulary_prompt(hotwords)
+        prompt = vocabulary_prompt([*hotwords, *self.glossary])
         if self.backend == "openai-whisper":
             return await self._run(self._transcribe_openai, audio, prompt)
         return await self._run(self._transcribe_faster, audio, prompt)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import stat
 from collections.abc import AsyncIterator, Sequence
@@ -19,6 +20,7 @@ from memory.grounding import MAX_GROUNDING, grounding_text
 from memory.handoff_import import BATCH_FILES, ImportReport, import_tree
 from memory.ingest import IngestReport, ProgressFn, extract_pending, ingest
 from memory.mirror import handoff_relpath, remove_handoff, sync_folders
+from memory.privacy import hidden_sessions, load_privacy
 from memory.redact import Redactor
 from memory.retrieval import ContentHit, ScoredHandoff, retrieve, search_content
 from memory.settings import MemorySettings
@@ -102,8 +104,12 @@ class Eywa:
         days_back: float | None = None,
         max_handoffs: int | None = None,
         as_of: datetime | None = None,
+        viewer: Path | None = None,
     ) -> Grounding:
-        """Startup grounding: the best handoffs for a query, as scored results and as quoted text."""
+        """Startup grounding: the best handoffs for a query, as scored results and as quoted text.
+
+        Private projects' handoffs (memory.privacy) are left out, but for the project in folder ``viewer``.
+        """
         k = min(MAX_GROUNDING, max_handoffs or self.settings.max_handoffs)
         results = await retrieve(
             self.db,
@@ -113,6 +119,7 @@ class Eywa:
             max_k=k,
             as_of=as_of,
             window_days=self.settings.window_days,
+            hidden=load_privacy(self.settings).without(viewer),
         )
         # One read for all of them, on the read connection (each aiosqlite statement would be a thread hop).
         sql = f"SELECT session_id, markdown FROM handoffs WHERE session_id IN ({','.join('?' * len(results))})"
@@ -121,8 +128,23 @@ class Eywa:
         markdowns: dict[str, str] = {str(sid): str(md) for sid, md in rows}
         return Grounding(results, grounding_text(results, markdowns), markdowns)
 
-    async def search(self, query: str, limit: int = 10) -> list[ContentHit]:
-        return await search_content(self.db.conn, query, limit)
+    async def search(self, query: str, limit: int = 10, *, viewer: Path | None = None) -> list[ContentHit]:
+        """Detail recall; private projects' sessions are left out, but for the project in folder ``viewer``."""
+        want = limit
+        while True:
+            hits = await search_content(self.db.conn, query, want)
+            hide = await self.hidden_from(viewer, [h.session_id for h in hits])
+            kept = [h for h in hits if h.session_id not in hide]
+            if len(kept) >= limit or len(hits) < want:
+                return kept[:limit]
+            want *= 4
+
+    async def hidden_from(self, viewer: Path | None, session_ids: Sequence[str]) -> set[str]:
+        """Which of ``session_ids`` belong to a private project other than the one in folder ``viewer``."""
+        hidden = load_privacy(self.settings).without(viewer)
+        if not hidden or not session_ids:
+            return set()
+        return await self.db.read(functools.partial(hidden_sessions, privacy=hidden, session_ids=list(session_ids)))
 
     async def show(self, session_id: str) -> SessionView:
         session = await store.get_session(self.db.conn, session_id)
@@ -208,14 +230,20 @@ class Eywa:
                 remove_handoff(self.settings.handoffs_dir, sid, date)
         return [sid for sid, _ in removed]
 
-    async def import_dir(self, root: Path, *, batch_files: int = BATCH_FILES) -> ImportReport:
+    async def import_dir(self, root: Path, *, batch_files: int = BATCH_FILES, workers: int = 0) -> ImportReport:
         """Adopt handoff files (this format or eywa-mcp's) from a folder tree; a file wins over the stored row.
 
         A file that cannot be adopted (too big, a link, not a handoff, hostile YAML) is reported in
-        ``rejected`` and the rest go on (:mod:`memory.handoff_import`).
+        ``rejected`` and the rest go on. ``batch_files`` and ``workers``: see :mod:`memory.handoff_import`
+        (``batch_files=1, workers=0`` is the one-at-a-time path imports took before).
         """
         return await import_tree(
-            self.db, root, mirror=self.settings.handoffs_dir, redactor=self.redactor, batch_files=batch_files
+            self.db,
+            root,
+            mirror=self.settings.handoffs_dir,
+            redactor=self.redactor,
+            batch_files=batch_files,
+            workers=workers,
         )
 
     async def export_dir(self, root: Path) -> int:

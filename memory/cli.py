@@ -108,6 +108,8 @@ async def ingest_cmd(
         "missing": report.missing,
         "unreadable": [{"path": p, "reason": r} for p, r in report.unreadable],
         "session_id_clashes": [{"session_id": s, "kept": k, "also_in": o} for s, k, o in report.clashes],
+        "sessions_private": report.sessions_private,
+        "handoffs_over_budget": len(report.budget_capped),
     }
     if as_json:
         click.echo(json.dumps(summary, indent=2, sort_keys=True))
@@ -118,6 +120,10 @@ async def ingest_cmd(
             f"{report.handoffs_extracted} handoffs extracted ({report.handoffs_llm} by LLM, "
             f"{report.extract_failed} failed)"
         )
+        if report.sessions_private:
+            click.echo(f"  left out {report.sessions_private} session(s) of private projects")
+        if report.budget_capped:
+            click.echo(f"  {len(report.budget_capped)} handoff(s) written without the model: the daily budget is spent")
         for reason, n in sorted(report.lines_skipped.items()):
             click.echo(f"  skipped {n} line(s): {reason}")
         for p in report.problems[:20]:
@@ -367,7 +373,9 @@ async def import_cmd(eywa: Any, folder: Path) -> None:
 
     A handoff without its transcript is also indexed by its own text; forgotten sessions are left out.
     """
-    report = await eywa.import_dir(folder)
+    from memory.handoff_import import WORKERS
+
+    report = await eywa.import_dir(folder, workers=WORKERS)  # a worker process reads while this one writes
     click.echo(f"imported {report.imported} handoff(s)")
     for path, why in report.rejected:
         click.echo(f"  rejected {path}: {why}", err=True)

@@ -21,8 +21,17 @@ import yaml
 from memory import safe_yaml
 from memory.errors import HandoffFormatError
 from memory.models import Handoff, SessionKind
+from memory.yaml_subset import dump_subset
 
-__all__ = ["PREAMBLE_KEY", "SECTIONS_KEY", "from_markdown", "normalize_keyword", "redacted", "to_markdown"]
+__all__ = [
+    "PREAMBLE_KEY",
+    "SECTIONS_KEY",
+    "from_markdown",
+    "normalize_keyword",
+    "normalized",
+    "redacted",
+    "to_markdown",
+]
 
 # Key in Handoff.extra holding body sections we do not model ({title: text}); written to the body, not YAML.
 SECTIONS_KEY = "_sections"
@@ -101,6 +110,13 @@ def normalize_keyword(s: str) -> str:
 
 def to_markdown(h: Handoff) -> str:
     """The handoff as markdown: YAML frontmatter, ``# headline``, then one bullet list per section."""
+    return _render(h)[0]
+
+
+def _render(h: Handoff) -> tuple[str, dict[str, Any] | None]:
+    """(the markdown, the frontmatter mapping its YAML was written from when the YAML reads back as exactly
+    that mapping, else None). The subset writer's output always does; PyYAML's can fold a line separator
+    (``\x85``, ``\u2028``) in a quoted string into a space."""
     front: dict[str, Any] = {k: v for k, v in h.extra.items() if k not in _BODY_KEYS}
     front.update(
         session_id=h.session_id,
@@ -115,7 +131,8 @@ def to_markdown(h: Handoff) -> str:
         parent_id=h.parent_id,
         source=h.source,
     )
-    parts = [f"---\n{safe_yaml.dump(front)}---\n", f"# {_one_line(h.headline)}\n"]
+    simple = dump_subset(front)
+    parts = [f"---\n{safe_yaml.dump(front) if simple is None else simple}---\n", f"# {_one_line(h.headline)}\n"]
     preamble = str(h.extra.get(PREAMBLE_KEY) or "").strip()
     if preamble:
         parts.append(f"{preamble}\n")
@@ -127,7 +144,25 @@ def to_markdown(h: Handoff) -> str:
     if isinstance(extra_sections, Mapping):
         for title, text in extra_sections.items():
             parts.append(f"## {_one_line(str(title))}\n\n{str(text).strip()}\n")
-    return "\n".join(parts)
+    return "\n".join(parts), (front if simple is not None else None)
+
+
+def normalized(
+    h: Handoff, redact_text: Callable[[str], str], redact_obj: Callable[[Any], Any], *, path: Path | None = None
+) -> tuple[Handoff, str]:
+    """``h`` as its file will say it, and that file: fields redacted, written, the text redacted, read back.
+
+    Reading back is what an import stores (the stored fields and the index see only what the file says).
+    When redacting the whole text changed nothing, the frontmatter read back is the mapping just written
+    (YAML gives back exactly the plain data it was given), so only the body is parsed again.
+    """
+    draft, front = _render(redacted(h, redact_obj))
+    markdown = redact_text(draft)
+    m = _FRONTMATTER.match(markdown)
+    if front is None or markdown != draft or m is None or "\x00" in markdown:
+        return from_markdown(markdown, path=path), markdown
+    loaded = {k: front[k] for k in sorted(front)}  # the order yaml.dump wrote them in
+    return _from_parts(loaded, markdown[m.end() :], path=path, default_date=None), markdown
 
 
 def redacted(h: Handoff, redact: Callable[[Any], Any]) -> Handoff:
@@ -183,8 +218,12 @@ def from_markdown(text: str, *, path: Path | None = None, default_date: str | No
         loaded = {}
     if not isinstance(loaded, dict):
         raise HandoffFormatError(path, "frontmatter is not a mapping")
+    return _from_parts(loaded, text[m.end() :], path=path, default_date=default_date)
+
+
+def _from_parts(loaded: dict[Any, Any], body: str, *, path: Path | None, default_date: str | None) -> Handoff:
     front, extra = _canonical_keys(loaded)
-    title, preamble, sections, unknown_sections = _parse_body(text[m.end() :])
+    title, preamble, sections, unknown_sections = _parse_body(body)
 
     session_id = _text(front.get("session_id")) or (path.stem if path else "")
     if not session_id:

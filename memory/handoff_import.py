@@ -20,10 +20,17 @@ from __future__ import annotations
 import asyncio
 import errno
 import functools
+import logging
+import multiprocessing
 import os
 import sqlite3
 import stat
+import threading
+import time
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
@@ -32,13 +39,21 @@ from memory import index, store
 from memory.db import Database
 from memory.errors import DestinationError, HandoffFormatError, SourceUnreadableError
 from memory.grounding import strip_frontmatter
-from memory.handoff_format import from_markdown, redacted, to_markdown
+from memory.handoff_format import from_markdown, normalized
 from memory.mirror import sync_folders, write_handoff
 from memory.models import Handoff
 from memory.redact import Redactor
 from memory.sqlsteps import Op, Steps, run_sync
 
-__all__ = ["BATCH_FILES", "MAX_HANDOFF_BYTES", "ImportReport", "import_tree", "read_handoff_file", "walk_tree"]
+__all__ = [
+    "BATCH_FILES",
+    "MAX_HANDOFF_BYTES",
+    "WORKERS",
+    "ImportReport",
+    "import_tree",
+    "read_handoff_file",
+    "walk_tree",
+]
 
 # eywa-mcp's handoffs are 1-3 KB and a long hand-written one is tens of KB; a megabyte is no handoff,
 # and the cap bounds what one file can cost (its text, parse and index stay a few MB of memory).
@@ -46,8 +61,13 @@ MAX_HANDOFF_BYTES = 1024 * 1024
 # A batch of 256 is ~0.1 s of one write transaction: long enough to amortise the commit and the folder
 # fsyncs, short enough that a hook or the bot waiting for the write lock hardly notices.
 BATCH_FILES = 256
+# Worker processes `macupos memory import` starts to read and render batches while it writes: one keeps
+# two cores busy, and writing (one SQLite connection) is the half that cannot be split.
+WORKERS = 1 if (os.cpu_count() or 1) > 1 else 0
 # Sources a handoff file keeps; any other becomes "import".
 _KEPT_SOURCES = frozenset({"llm", "fallback", "correction"})
+logger = logging.getLogger(__name__)
+_PARENT_POLL_S = 0.5
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -131,14 +151,12 @@ def _prepare(seq: int, path: Path, redactor: Redactor) -> _Ready:
     h = from_markdown(read_handoff_file(path), path=path)
     if h.source not in _KEPT_SOURCES:
         h = replace(h, source="import")
-    markdown = redactor(to_markdown(redacted(h, redactor.redact_obj)))
-    # Read back what the file now says: the stored fields and the index see only redacted text.
-    return _Ready(seq, path, from_markdown(markdown, path=path), markdown)
+    h, markdown = normalized(h, redactor, redactor.redact_obj, path=path)
+    return _Ready(seq, path, h, markdown)
 
 
 @dataclass(slots=True)
 class _Batch:
-    seen: int = 0
     ready: list[_Ready] = field(default_factory=list)
     rejected: list[tuple[int, str, str]] = field(default_factory=list)  # (seq, path, why)
 
@@ -146,8 +164,9 @@ class _Batch:
 _FORGOTTEN = object()
 
 
-def _adopt_steps(item: _Ready) -> Steps[object]:
-    """Store and index one handoff; returns its previous date (None when new), or _FORGOTTEN."""
+def _store_steps(item: _Ready) -> Steps[object]:
+    """One handoff's row and postings; returns (its previous date or None, whether it needs its text
+    indexed), or _FORGOTTEN."""
     h = item.handoff
     if (yield Op.row("SELECT 1 FROM forgotten WHERE session_id = ?", (h.session_id,))) is not None:
         return _FORGOTTEN
@@ -162,44 +181,62 @@ def _adopt_steps(item: _Ready) -> Steps[object]:
         kind=h.kind.value,
         duration_min=h.duration_min,
     )
-    if (yield Op.row("SELECT 1 FROM sessions WHERE session_id = ?", (h.session_id,))) is None:
-        # A handoff-only session: its own text is all there is to recall its details by.
-        yield from index.index_content_steps(
-            session_id=h.session_id, kind=h.kind.value, parent_id=h.parent_id, body=strip_frontmatter(item.markdown)
-        )
-    return None if old is None else str(old[0])
+    # A handoff-only session: its own text is all there is to recall its details by.
+    has_transcript = (yield Op.row("SELECT 1 FROM sessions WHERE session_id = ?", (h.session_id,))) is not None
+    return (None if old is None else str(old[0])), not has_transcript
 
 
 def _adopt(
     conn: sqlite3.Connection, *, batch: list[_Ready], mirror: Path, sync_each: bool
 ) -> tuple[int, list[tuple[int, str, str]]]:
-    """Inside one write transaction: each handoff's rows and its mirror file, then one fsync per folder."""
+    """Inside one write transaction: each handoff's rows and mirror file, one fsync for the mirror, then
+    the texts of the handoff-only sessions.
+
+    The texts go last, in file order. SQLite keeps FTS5's new entries in memory until the transaction
+    ends, unless a statement that may change several rows (``UPDATE chunks``, ``INSERT OR REPLACE``)
+    starts in between: that flushes them as a new segment on disk. Interleaved, each handoff's text was
+    its own segment (half the batch's time); grouped, the batch's texts are one. The rows come out the
+    same: content rowids and window ids follow the order of the text operations alone, and a window's
+    date is its credited handoff's posting, which ``index_handoff`` keeps in step either way.
+    """
     imported = 0
     rejected: list[tuple[int, str, str]] = []
     folders: set[Path] = set()
+    texts: list[_Ready] = []
     for item in batch:
         h = item.handoff
-        outcome = run_sync(conn, _adopt_steps(item))
-        if outcome is _FORGOTTEN:
+        outcome = run_sync(conn, _store_steps(item))
+        if not isinstance(outcome, tuple):
             rejected.append((item.seq, str(item.path), f"{h.session_id} was forgotten (macupos memory forget)"))
             continue
-        old_date = outcome if isinstance(outcome, str) else None
+        old_date, needs_text = outcome
         try:
-            folders.update(
-                write_handoff(mirror, h.session_id, h.date, item.markdown, old_date=old_date, sync=sync_each)
-            )
+            written = write_handoff(mirror, h.session_id, h.date, item.markdown, old_date=old_date, sync=sync_each)
         except OSError as exc:  # the mirror's disk, not this file: stop, the batch rolls back
             raise DestinationError(mirror, exc.strerror or str(exc)) from exc
+        folders.update(written)
+        if needs_text:
+            texts.append(item)
         imported += 1
     if not sync_each:
         sync_folders(mirror, folders)
+    for item in texts:
+        h = item.handoff
+        body = strip_frontmatter(item.markdown)
+        run_sync(
+            conn,
+            index.index_content_steps(session_id=h.session_id, kind=h.kind.value, parent_id=h.parent_id, body=body),
+        )
     return imported, rejected
 
 
-def _prepare_batch(found: Iterator[tuple[int, tuple[Path, str | None]]], n: int, redactor: Redactor) -> _Batch:
+_Entry = tuple[int, Path, "str | None"]  # (place in the walk, path, why it is skipped or None)
+
+
+def _prepare_batch(entries: list[_Entry], redactor: Redactor) -> _Batch:
+    """Read, check, redact and render a batch of files (in a worker process when there is one)."""
     batch = _Batch()
-    for seq, (path, why) in islice(found, n):
-        batch.seen += 1
+    for seq, path, why in entries:
         if why is not None:
             batch.rejected.append((seq, str(path), str(SourceUnreadableError(path, why))))
             continue
@@ -210,26 +247,89 @@ def _prepare_batch(found: Iterator[tuple[int, tuple[Path, str | None]]], n: int,
     return batch
 
 
+def _exit_with_parent(parent: int) -> None:
+    """A worker's initializer: exit once the import that started it is gone. A worker holds both ends of its
+    own call queue's pipe, so after a SIGKILLed import it would wait forever (holding the import's stderr)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(_PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def _chunks(root: Path, size: int) -> Iterator[list[_Entry]]:
+    walk = ((seq, path, why) for seq, (path, why) in enumerate(walk_tree(root)))
+    while chunk := list(islice(walk, size)):
+        yield chunk
+
+
 async def import_tree(
-    db: Database, root: Path, *, mirror: Path, redactor: Redactor, batch_files: int = BATCH_FILES
+    db: Database,
+    root: Path,
+    *,
+    mirror: Path,
+    redactor: Redactor,
+    batch_files: int = BATCH_FILES,
+    workers: int = 0,
 ) -> ImportReport:
     """Adopt every handoff file under ``root`` (this format or eywa-mcp's); a file wins over the stored row.
 
-    ``batch_files`` handoffs share a transaction; with 1, each is committed and fsynced on its own.
+    ``batch_files`` handoffs share a transaction; with 1, each is committed and fsynced on its own. With
+    ``workers`` (and more than one batch), worker processes read and render the next batches while this
+    one is written, so on two cores the two halves of the work overlap. They are started with "spawn",
+    which imports the main module again: ``macupos memory import`` passes :data:`WORKERS`; a library
+    caller (a script without an ``if __name__ == "__main__"`` guard) keeps the default, none.
     """
     if not root.is_dir():
         raise SourceUnreadableError(root, "not a folder")
     report = ImportReport()
-    found = enumerate(walk_tree(root))
     size = max(1, batch_files)
-    while True:
-        # Reading, parsing and redacting run in a worker thread too: the caller's event loop stays free.
-        batch = await asyncio.to_thread(_prepare_batch, found, size, redactor)
-        if batch.ready:
-            adopt = functools.partial(_adopt, batch=batch.ready, mirror=mirror, sync_each=size == 1)
-            n, forgotten = await db.write_sync(adopt)
-            report.imported += n
-            batch.rejected.extend(forgotten)
-        report.rejected.extend((path, why) for _, path, why in sorted(batch.rejected))
-        if batch.seen < size:
-            return report
+    chunks = _chunks(root, size)
+    ahead: deque[tuple[list[_Entry], asyncio.Future[_Batch]]] = deque()
+    pool: ProcessPoolExecutor | None = None
+
+    def here(chunk: list[_Entry]) -> asyncio.Future[_Batch]:
+        return asyncio.ensure_future(asyncio.to_thread(_prepare_batch, chunk, redactor))
+
+    def queue(chunk: list[_Entry] | None) -> None:
+        if chunk is not None:
+            done = here(chunk) if pool is None else asyncio.wrap_future(pool.submit(_prepare_batch, chunk, redactor))
+            ahead.append((chunk, done))
+
+    try:
+        queue(next(chunks, None))  # in a thread, while a worker process starts
+        if ahead and workers > 0 and (second := next(chunks, None)) is not None:
+            pool = ProcessPoolExecutor(
+                max_workers=workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_exit_with_parent,
+                initargs=(os.getpid(),),
+            )
+            queue(second)
+        while ahead:
+            chunk, done = ahead.popleft()
+            try:
+                batch = await done
+            except BrokenProcessPool:  # the worker died (or could not start): carry on in this process
+                logger.warning("import: the worker process stopped; reading the rest in this process")
+                if pool is not None:
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    pool = None
+                batch = await here(chunk)
+                ahead = deque((c, here(c)) for c, _ in ahead)
+            for _ in range(workers + 1 - len(ahead)):  # keep the workers (or the thread) one batch ahead
+                queue(next(chunks, None))
+            if batch.ready:
+                adopt = functools.partial(_adopt, batch=batch.ready, mirror=mirror, sync_each=size == 1)
+                n, forgotten = await db.write_sync(adopt)
+                report.imported += n
+                batch.rejected.extend(forgotten)
+            report.rejected.extend((path, why) for _, path, why in sorted(batch.rejected))
+    finally:
+        for _, pending in ahead:
+            pending.cancel()
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+    return report

@@ -2,7 +2,9 @@
 
 SessionStart prints the grounding for the session's project as ``additionalContext`` and fails open:
 a slow or broken memory must never keep Claude from starting. SessionEnd hands the transcript to a
-detached ``memory ingest`` so Claude's exit is never delayed by ingest or extraction.
+detached ``memory ingest`` so Claude's exit is never delayed by ingest or extraction. In a private project
+(memory.privacy) neither does anything: such a session is not grounded on other projects' handoffs and
+leaves nothing in memory; elsewhere the grounding leaves private projects' handoffs out.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Any, Literal
 from memory.errors import MemoryStoreError
 from memory.fsutil import write_atomic
 from memory.handoff_format import normalize_keyword
+from memory.log_redact import redact_log_text
+from memory.privacy import load_privacy
 from memory.settings import MemorySettings
 
 __all__ = [
@@ -236,16 +240,18 @@ def log_hook_failure(home: Path, message: str) -> None:
 
 def _log(settings: MemorySettings, message: str) -> None:
     """Append one line to ``<home>/logs/hooks.log``; a hook never writes diagnostics where Claude reads."""
-    _append_log(settings.home, message)
+    _append_log(settings.home, message, settings.own_secrets)
 
 
-def _append_log(home: Path, message: str) -> None:
+def _append_log(home: Path, message: str, own_secrets: Sequence[str] = ()) -> None:
     try:
         logs = home / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        # An exception's text can quote a path, a URL or a setting that holds a secret.
+        line = redact_log_text(message, own_secrets)
         with (logs / _LOG_NAME).open("a", encoding="utf-8") as fh:
-            fh.write(f"{stamp} {message}\n")
+            fh.write(f"{stamp} {line}\n")
     except OSError:
         pass  # logging must not be the thing that breaks a fail-open hook
 
@@ -283,6 +289,9 @@ async def run_session_start(settings: MemorySettings, payload: Mapping[str, Any]
     started = time.monotonic()
     cwd = _payload_str(payload, "cwd")
     project = project_for(Path(cwd)) if cwd else ""
+    if load_privacy(settings).covers(cwd):
+        _log(settings, f"session-start: {project!r} is a private project; no grounding")
+        return ""
     try:
         if settings.db_path.stat().st_size == 0:
             return ""  # an empty file is no database either: a start-up hook never creates a schema
@@ -321,6 +330,11 @@ def run_session_end(settings: MemorySettings, payload: Mapping[str, Any], *, det
     path = Path(transcript)
     if not path.is_file():
         _log(settings, f"session-end: {path} is not a file")
+        return
+    cwd = _payload_str(payload, "cwd")
+    if load_privacy(settings).covers(cwd):
+        # The ingest would leave it out too (by the transcript's own folder); this spares starting it.
+        _log(settings, f"session-end: {project_for(Path(cwd))!r} is a private project; not ingested")
         return
     session_id = _payload_str(payload, "session_id")
     if not session_id or "/" in session_id or session_id.startswith("."):

@@ -4,6 +4,10 @@ Each transcript file is committed in one transaction together with its `sources`
 killed mid-ingest leaves either the file's old state or its new one; sessions whose handoff is not yet
 extracted stay `pending` and are picked up by the next run. Extraction runs after all files are stored,
 with bounded concurrency, so a failed or slow extraction never blocks indexing of the transcript text.
+
+Sessions of private projects (memory.privacy) are read to learn their folder and then left out: no row of
+theirs is written. A session stored before its project became private is extracted without the model.
+The model's spend goes to the ledger (memory.spend); past the daily budget the deterministic handoff is used.
 """
 
 from __future__ import annotations
@@ -28,10 +32,12 @@ from memory.handoff_format import redacted, to_markdown
 from memory.llm_extract import extract_handoff
 from memory.mirror import sweep_stale_temp, write_handoff
 from memory.models import Handoff, LineProblem, SessionKind, Transcript
+from memory.privacy import Privacy, load_privacy
 from memory.redact import Redactor
 from memory.render import render_markdown
 from memory.settings import MemorySettings
 from memory.sources import SourceFile, discover
+from memory.spend import Spend, record_spend, spent_today
 from memory.tokenize import tokenize
 from memory.transcript import parse_claude_file
 
@@ -43,6 +49,7 @@ logger = logging.getLogger(__name__)
 # the thread that parses it.
 ProgressFn = Callable[[int, int, str], None]
 _MAX_PROBLEMS_KEPT = 200
+_NO_PRIVACY = Privacy()
 
 
 @dataclass(slots=True)
@@ -65,6 +72,8 @@ class IngestReport:
     # (session id, the file whose content it now has, the other file that also holds it): the last read wins
     clashes: list[tuple[str, str, str]] = field(default_factory=list)
     counted: dict[str, str] = field(default_factory=dict)  # session id -> how this run counted it
+    sessions_private: int = 0  # sessions of private projects, left out
+    budget_capped: list[str] = field(default_factory=list)  # deterministic because the day's budget was spent
 
     def count_session(self, session_id: str, how: str) -> None:
         """Count a session once per run ("new", "updated" or "unchanged"), though two files may hold it:
@@ -153,6 +162,7 @@ async def ingest(
     report.missing = [str(p) for p in found.missing]
     report.unreadable = [(str(p), why) for p, why in found.unreadable]
     redactor = Redactor(settings.own_secrets)
+    privacy = load_privacy(settings)
     sweep_stale_temp(settings.handoffs_dir)
     sizes = {}
     for src in found.files:
@@ -170,7 +180,7 @@ async def ingest(
         if progress:
             on_bytes = functools.partial(_tell, progress, done, total, str(src.path))
         try:
-            await _ingest_file(db, settings, src, redactor, report, force=force, on_bytes=on_bytes)
+            await _ingest_file(db, settings, src, redactor, report, force=force, on_bytes=on_bytes, privacy=privacy)
         except SourceUnreadableError as exc:
             report.unreadable.append((str(exc.path), exc.reason))
         except UnicodeError as exc:  # text UTF-8 cannot hold (a file name of undecodable bytes): this file only
@@ -197,6 +207,7 @@ async def _ingest_file(
     *,
     force: bool,
     on_bytes: Callable[[int], None] | None = None,
+    privacy: Privacy = _NO_PRIVACY,
 ) -> None:
     key = str(src.path.resolve())
     try:
@@ -217,6 +228,14 @@ async def _ingest_file(
         logger.exception("could not parse %s", src.path)
         raise SourceUnreadableError(src.path, f"the parser failed on it ({type(exc).__name__})") from exc
     report.bytes_read += size
+    private = {t.session_id for t in transcripts if privacy.covers(t.cwd)}
+    if private:
+        report.sessions_private += len(private)
+        logger.info("left out %d session(s) of a private project in %s", len(private), src.path)
+        rendered = [(t, markdown) for t, markdown in rendered if t.session_id not in private]
+        transcripts = [t for t in transcripts if t.session_id not in private]
+        if not transcripts:
+            return  # not even a sources row: nothing of a private project's is kept
     problems: list[LineProblem] = []
     for t in transcripts:
         problems.extend(t.problems)
@@ -302,11 +321,14 @@ async def extract_pending(
         return
     llm = settings.llm_enabled if use_llm is None else use_llm
     gate = asyncio.Semaphore(settings.extract_concurrency)
+    privacy = load_privacy(settings)
 
     async def one(session_id: str) -> None:
         async with gate:
             try:
-                h = await _extract_one(db, settings, session_id, use_llm=llm, redactor=redactor)
+                h = await _extract_one(
+                    db, settings, session_id, use_llm=llm, redactor=redactor, privacy=privacy, report=report
+                )
             except (ExtractionError, OSError) as exc:
                 logger.warning("handoff extraction failed for %s: %s", session_id, exc)
                 report.extract_failed += 1
@@ -330,12 +352,31 @@ async def extract_pending(
     await asyncio.gather(*(one(sid) for sid in wanted))
 
 
+async def _within_budget(db: Database, settings: MemorySettings) -> bool:
+    budget = settings.memory_daily_budget_usd
+    return budget is None or await spent_today(db.conn, settings.timezone) < budget
+
+
 async def _extract_one(
-    db: Database, settings: MemorySettings, session_id: str, *, use_llm: bool, redactor: Redactor
+    db: Database,
+    settings: MemorySettings,
+    session_id: str,
+    *,
+    use_llm: bool,
+    redactor: Redactor,
+    privacy: Privacy = _NO_PRIVACY,
+    report: IngestReport | None = None,
 ) -> Handoff | None:
     row = await store.get_session(db.conn, session_id)
     if row is None:
         return None
+    # Subagent runs get the deterministic handoff only: they never ground a session on their own, and an LLM
+    # call per 30-second ping would cost more than it tells. A private project's session is never sent out.
+    use_llm = use_llm and row.kind is not SessionKind.SUBAGENT and not privacy.covers(row.cwd)
+    if use_llm and not await _within_budget(db, settings):
+        use_llm = False
+        if report is not None:
+            report.budget_capped.append(session_id)
     t = await asyncio.to_thread(_reparse_for_extraction, row, redactor, settings.tool_output_limit)
     if t is None:
         # The source file is gone: extract from what the database holds (header only).
@@ -352,17 +393,21 @@ async def _extract_one(
             ended_at=row.ended_at,
         )
     idf = await _idf_table(db.conn, row.markdown)
-    # Subagent runs get the deterministic handoff only: they never ground a session on their own,
-    # and an LLM call per 30-second ping would cost more than it tells.
+    spent: list[Spend] = []
     h = await extract_handoff(
         t,
         row.markdown,
-        use_llm=use_llm and row.kind is not SessionKind.SUBAGENT,
+        use_llm=use_llm,
         model=settings.llm_model,
         env=settings.claude_env,
         timeout_s=settings.llm_timeout_s,
         idf=idf,
+        on_spend=spent.append,
     )
+    if spent:  # paid for whether or not the answer was used: in the ledger before anything else can fail
+        async with db.write() as conn:
+            for spend in spent:
+                await record_spend(conn, row.session_id, spend)
     h.session_id, h.kind, h.parent_id = row.session_id, row.kind, row.parent_id
     if not h.date:
         h.date = row.started_at

@@ -2,7 +2,7 @@
 
 The owner's Claude Code login does the work (``env`` is passed through to the CLI). Invalid output is
 retried once; then ``ExtractionError`` tells the caller to use the deterministic fallback, which
-``extract_handoff`` does.
+``extract_handoff`` does. What each attempt cost (tokens, USD, as the CLI reports them) goes to ``on_spend``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from memory.errors import ExtractionError
 from memory.extract import base_handoff, extract_fallback
 from memory.handoff_format import normalize_keyword
 from memory.models import Handoff, Transcript
+from memory.spend import Spend, spend_of
 
 if TYPE_CHECKING:
     from claude_agent_sdk import ClaudeAgentOptions
@@ -32,6 +33,8 @@ logger = logging.getLogger(__name__)
 _ATTEMPTS = 2  # the first try and one retry
 _BACKGROUND: set[asyncio.Task[Any]] = set()  # timed-out runs still stopping their CLI process
 _LIST_FIELDS = ("what_happened", "insights", "key_files", "open_threads")
+
+SpendSink = Callable[[Spend], None]
 
 
 def _strings(max_items: int) -> dict[str, Any]:
@@ -113,8 +116,8 @@ def _options(model: str, env: Mapping[str, str], cwd: Path) -> ClaudeAgentOption
     )
 
 
-async def _ask(prompt: str, options: ClaudeAgentOptions) -> Any:
-    """The structured output of one query; ``ValueError`` when there is none."""
+async def _ask(prompt: str, options: ClaudeAgentOptions, on_spend: SpendSink | None = None) -> Any:
+    """The structured output of one query; ``ValueError`` when there is none. Its cost goes to ``on_spend``."""
     from claude_agent_sdk import ClaudeSDKError, ResultMessage, query
 
     result: ResultMessage | None = None
@@ -126,6 +129,12 @@ async def _ask(prompt: str, options: ClaudeAgentOptions) -> Any:
             async for message in messages:
                 if isinstance(message, ResultMessage):
                     result = message
+                    if on_spend is not None:
+                        on_spend(
+                            spend_of(
+                                str(options.model or ""), message.usage, message.total_cost_usd, message.duration_ms
+                            )
+                        )
     except ClaudeSDKError as exc:
         failure = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if result is not None and result.structured_output is not None:
@@ -174,14 +183,20 @@ def _validate(payload: Any) -> dict[str, Any]:
 
 
 async def _attempts(
-    session_id: str, prompt: str, model: str, env: Mapping[str, str], cwd: Path | None, reasons: list[str]
+    session_id: str,
+    prompt: str,
+    model: str,
+    env: Mapping[str, str],
+    cwd: Path | None,
+    reasons: list[str],
+    on_spend: SpendSink | None = None,
 ) -> dict[str, Any] | None:
     """Validated fields of the first good answer in ``_ATTEMPTS`` tries, or None (``reasons`` says why)."""
     with tempfile.TemporaryDirectory(prefix="macupos-extract-") as scratch:
         options = _options(model, env, cwd or Path(scratch))
         for attempt in range(1, _ATTEMPTS + 1):
             try:
-                return _validate(await _ask(prompt, options))
+                return _validate(await _ask(prompt, options, on_spend))
             except ValueError as exc:
                 logger.info("handoff attempt %d for %s rejected: %s", attempt, session_id, exc)
                 reasons.append(f"attempt {attempt}: {exc}")
@@ -209,18 +224,19 @@ async def extract_with_llm(
     timeout_s: float,
     cwd: Path | None = None,
     max_input_chars: int = 60_000,
+    on_spend: SpendSink | None = None,
 ) -> Handoff:
     """A handoff written by the model; ``ExtractionError`` after two invalid answers or on timeout.
 
     ``timeout_s`` bounds the whole call, retry included. ``cwd`` is where the CLI runs (a fresh temporary
-    folder when None, so no project settings leak in).
+    folder when None, so no project settings leak in). Each attempt's cost goes to ``on_spend``.
     """
     base = base_handoff(t)
     prompt = _prompt(t, base, markdown, max_input_chars)
     reasons: list[str] = []
     # The SDK gives a CLI up to 5 s to exit after its input closes; a timed-out run is stopped in the
     # background instead, so the caller gets its answer (the fallback) at the deadline.
-    task = asyncio.create_task(_attempts(t.session_id, prompt, model, env, cwd, reasons))
+    task = asyncio.create_task(_attempts(t.session_id, prompt, model, env, cwd, reasons, on_spend))
     try:
         async with asyncio.timeout(timeout_s):
             fields = await asyncio.shield(task)
@@ -247,6 +263,7 @@ async def extract_handoff(
     timeout_s: float,
     idf: Callable[[str], float] | None = None,
     subagent_titles: Mapping[str, str] | None = None,
+    on_spend: SpendSink | None = None,
 ) -> Handoff:
     """The model's handoff when ``use_llm`` and it succeeds, else the deterministic one (``source`` says which).
 
@@ -257,7 +274,7 @@ async def extract_handoff(
     if not use_llm:
         return fallback
     try:
-        h = await extract_with_llm(t, markdown, model=model, env=env, timeout_s=timeout_s)
+        h = await extract_with_llm(t, markdown, model=model, env=env, timeout_s=timeout_s, on_spend=on_spend)
     except ExtractionError as exc:
         logger.warning("%s; using the deterministic handoff", exc)
         return fallback

@@ -20,7 +20,7 @@ import re
 import sqlite3
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import aiosqlite
@@ -28,6 +28,7 @@ import aiosqlite
 from memory.content_term import CONTENT_DF_CAP, ContentProbe, ContentTerm, fts_quote
 from memory.db import Database
 from memory.index import FIELD_DOC, FIELD_KEYWORD, FIELD_PROJECT
+from memory.privacy import Privacy, hidden_sessions
 from memory.query_dates import NamedDate, query_dates
 from memory.tokenize import project_terms, query_terms, tokenize
 from memory.topk import DAY_S, PostingList, TopK, duration_boost, recency_factor
@@ -166,8 +167,10 @@ async def retrieve(
     content_df_cap: int = CONTENT_DF_CAP,
     date_weight: float = DEFAULT_DATE_WEIGHT,
     date_days: float = DEFAULT_DATE_DAYS,
+    hidden: Privacy | None = None,
 ) -> list[ScoredHandoff]:
-    """The top ``max_k`` handoffs for ``query`` (``project``'s terms join the query).
+    """The top ``max_k`` handoffs for ``query`` (``project``'s terms join the query), leaving out those of
+    the private projects ``hidden`` names (the next best take their places; scores are unchanged).
 
     Any ``max_k`` is served (evaluation asks for 10); grounding caps it at five
     (:data:`memory.grounding.MAX_GROUNDING`). Handoffs dated after ``as_of`` (default now; naive
@@ -199,7 +202,22 @@ async def retrieve(
         date_weight=max(0.0, date_weight),
         date_days=max(0.0, date_days),
     )
+    if hidden:
+        return await db.read(functools.partial(_evaluate_visible, q=q, hidden=hidden))
     return await db.read(functools.partial(_evaluate, q=q))
+
+
+def _evaluate_visible(conn: sqlite3.Connection, q: _Query, hidden: Privacy) -> list[ScoredHandoff]:
+    """``_evaluate`` without the hidden handoffs, still ``q.k`` of them: a deeper top-k until enough are
+    left or there is no more (the ranking is exact, so the first ones are the same at any depth)."""
+    k = q.k
+    while True:
+        found = _evaluate(conn, replace(q, k=k))
+        hide = hidden_sessions(conn, hidden, [r.session_id for r in found])
+        kept = [r for r in found if r.session_id not in hide]
+        if len(kept) >= q.k or len(found) < k:
+            return kept[: q.k]
+        k *= 4
 
 
 # N, the longest duration and the newest posting's date, in one statement.

@@ -28,7 +28,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import yaml
-from yaml.constructor import SafeConstructor
 from yaml.events import (
     AliasEvent,
     DocumentEndEvent,
@@ -43,6 +42,8 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 from yaml.resolver import Resolver
+
+from memory.yaml_subset import PLAIN_BUILDERS, dump_subset, load_subset
 
 __all__ = ["MAX_DEPTH", "StrictYamlError", "dump", "load"]
 
@@ -63,16 +64,8 @@ class StrictYamlError(yaml.YAMLError):
 
 
 _STR = "tag:yaml.org,2002:str"
-_MERGE = "tag:yaml.org,2002:merge"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _resolver = Resolver()
-_constructor = SafeConstructor()
-_BUILD = {
-    "tag:yaml.org,2002:null": _constructor.construct_yaml_null,
-    "tag:yaml.org,2002:bool": _constructor.construct_yaml_bool,
-    "tag:yaml.org,2002:int": _constructor.construct_yaml_int,
-    "tag:yaml.org,2002:float": _constructor.construct_yaml_float,
-    "tag:yaml.org,2002:timestamp": _constructor.construct_yaml_timestamp,
-}
 _END = object()  # the loop's "no value yet"
 
 
@@ -82,11 +75,13 @@ def _where(event: Any) -> str:
 
 
 def _scalar(event: ScalarEvent) -> Any:
+    if _SURROGATE.search(event.value):  # "\\ud800" in double quotes: no text, and no file can hold it
+        raise StrictYamlError(f"a lone surrogate escape at {_where(event)}: not text")
     tag: str = _resolver.resolve(ScalarNode, event.value, event.implicit)  # type: ignore[no-untyped-call]
     if tag == _STR:
         return event.value
     kind = tag.rsplit(":", 1)[-1]
-    build = _BUILD.get(tag)
+    build = PLAIN_BUILDERS.get(tag)
     if build is None:  # the merge key "<<" and the value key "=" resolve to types we do not build
         raise StrictYamlError(f"{event.value[:40]!r} ({kind}) is not plain data at {_where(event)}")
     try:
@@ -101,6 +96,9 @@ def load(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
     Raises ``yaml.YAMLError``: :class:`StrictYamlError` for what this loader refuses, PyYAML's own
     errors for text that is no YAML at all.
     """
+    simple = load_subset(text)  # the common case, in one pass of line regexes
+    if simple is not None:
+        return simple
     parser = _Parser(text)
     try:
         return _build(parser, max_depth)
@@ -162,7 +160,8 @@ def _build(parser: Any, max_depth: int) -> Any:
 
 
 # Characters libyaml's emitter writes differently from PyYAML's (escaped, or quoted otherwise): astral
-# characters (emoji), lone surrogates, CR and NEL. A frontmatter holding one is written by PyYAML's.
+# characters (emoji), lone surrogates, CR and NEL. A frontmatter holding one, or an empty key, is written
+# by PyYAML's (tests/memory/test_safe_yaml.py holds the two to the same bytes).
 _C_DIFFERS = re.compile("[\r\x85\ud800-\udfff\U00010000-\U0010ffff]")
 
 
@@ -184,6 +183,8 @@ def _strings_differ_in_c(value: Any) -> bool:
             if _C_DIFFERS.search(v):
                 return True
         elif isinstance(v, Mapping):
+            if "" in v:
+                return True  # libyaml writes an empty key as '': where PyYAML writes ? ''
             todo.extend(v.keys())
             todo.extend(v.values())
         elif isinstance(v, list | tuple):
@@ -193,6 +194,9 @@ def _strings_differ_in_c(value: Any) -> bool:
 
 def dump(data: Mapping[str, Any]) -> str:
     """``data`` as block-style YAML with sorted keys, unicode as it is, long lines unwrapped."""
+    simple = dump_subset(data)  # the common case, without PyYAML's machinery
+    if simple is not None:
+        return simple
     dumper = _NoAliasPython if _strings_differ_in_c(data) else _NoAliasFast
     text: str = yaml.dump(
         data, Dumper=dumper, sort_keys=True, allow_unicode=True, default_flow_style=False, width=10_000

@@ -42,6 +42,9 @@ class MemorySettings:
     facts_push_every_s: float = 600.0  # git sync of the facts folder, when it is a repository with a remote
     facts_pull_every_s: float = 1800.0
     claude_env: Mapping[str, str] = field(default_factory=dict)
+    # Folders whose sessions memory leaves alone (memory.privacy; the bot adds its own list in a file).
+    private_projects: tuple[Path, ...] = ()
+    memory_daily_budget_usd: float | None = None  # handoff extraction's spend cap a day (memory.spend)
 
     @property
     def db_path(self) -> Path:
@@ -116,6 +119,19 @@ class MemorySettings:
         else:
             raise SettingsError("MACUPOS_SECRETS (or [memory] own_secrets)", secrets_raw, "not a list of strings")
         llm_flag = str(pick("MACUPOS_MEMORY_LLM", "llm_enabled", "1")).lower()
+        private = _folders(
+            "MACUPOS_PRIVATE_PROJECTS (or [memory] private_projects)",
+            pick("MACUPOS_PRIVATE_PROJECTS", "private_projects", ()),
+            user_home,
+        )
+        budget_raw = pick("MACUPOS_MEMORY_DAILY_BUDGET_USD", "daily_budget_usd", None)
+        budget = None
+        if budget_raw is not None and str(budget_raw).strip() != "":
+            budget = number(float, "MACUPOS_MEMORY_DAILY_BUDGET_USD", "daily_budget_usd", 0.0)
+            if budget < 0:
+                raise SettingsError(
+                    "MACUPOS_MEMORY_DAILY_BUDGET_USD (or [memory] daily_budget_usd)", budget_raw, "must not be negative"
+                )
         return cls(
             home=home,
             claude_config_dir=_expand(env.get("CLAUDE_CONFIG_DIR") or user_home / ".claude"),
@@ -134,7 +150,26 @@ class MemorySettings:
             facts_push_every_s=number(float, "MACUPOS_FACTS_PUSH_EVERY_S", "facts_push_every_s", 600.0),
             facts_pull_every_s=number(float, "MACUPOS_FACTS_PULL_EVERY_S", "facts_pull_every_s", 1800.0),
             claude_env={k: v for k, v in env.items() if k.startswith(("ANTHROPIC_", "CLAUDE_"))},
+            private_projects=private,
+            memory_daily_budget_usd=budget,
         )
+
+
+def _folders(name: str, raw: Any, user_home: Path) -> tuple[Path, ...]:
+    """Absolute folders from a comma-separated string or a TOML list; ``~`` is the environment's HOME."""
+    if isinstance(raw, str):
+        items = [x.strip() for x in raw.split(",")]
+    elif isinstance(raw, list | tuple):
+        items = [str(x).strip() for x in raw]
+    else:
+        raise SettingsError(name, raw, "not a list of folders")
+    out: list[Path] = []
+    for item in filter(None, items):
+        path = user_home / item[2:] if item == "~" or item.startswith("~/") else _expand(item)
+        if not path.is_absolute():
+            raise SettingsError(name, item, "not an absolute folder (start it with / or ~/)")
+        out.append(path)
+    return tuple(dict.fromkeys(out))
 
 
 def config_path(env: Mapping[str, str], home: Path | None = None) -> Path:

@@ -3,8 +3,10 @@ per-stage settings, under a deadline, with its thread id, usage, cost and rollou
 
 The owner's own Codex setup is used as is: the environment is passed through (``CODEX_HOME``, the API key
 variable of their ``model_provider``) and neither the provider nor ``CODEX_HOME`` is ever overridden; only
-the stage's sandbox, effort and model are set per thread and turn. Approvals are "never", so nothing waits
-for a human and the app-server's stdin never blocks.
+the stage's sandbox, effort, model and approval policy are set per thread and turn. The policy is "never"
+(nothing waits for a person) unless the owner set another for the stage: then Codex's requests to run a
+command or change files go to the turn's :data:`~relay.approvals.ApprovalHandler` through
+:class:`~relay.codex_approvals.ApprovalBridge`, and are refused when the turn has none.
 """
 
 from __future__ import annotations
@@ -31,15 +33,19 @@ from openai_codex import (
     TransportClosedError,
 )
 from openai_codex import CodexError as SdkCodexError
-from openai_codex.generated.v2_all import AgentMessageThreadItem
+from openai_codex.generated.v2_all import AgentMessageThreadItem, FileChangeThreadItem
 from openai_codex.models import (
     ErrorNotification,
     ItemCompletedNotification,
+    ItemStartedNotification,
     ThreadTokenUsageUpdatedNotification,
     TurnCompletedNotification,
 )
 from openai_codex.types import ReasoningEffort, TurnStatus
 
+from relay.approvals import ApprovalHandler
+from relay.codex_approvals import ApprovalBridge, hook_approvals, open_asking_thread
+from relay.codex_prices import codex_cost
 from relay.errors import CodexError, RelayTimeoutError
 from relay.events import Usage
 from relay.login import codex_login_error, is_codex_unauthorized
@@ -58,24 +64,6 @@ ENGINE_MARKER_VAR = "MACUPOS_CODEX_ENGINE"
 _FALLBACK_HIGHEST = "high"
 _INTERRUPT_GRACE_S = 3.0
 
-# USD per million tokens: (input, cached input, output). Reasoning tokens are billed as output and are
-# already inside output_tokens. Unknown models get cost None rather than a guess.
-_PRICES: Mapping[str, tuple[float, float, float]] = {
-    "gpt-5": (1.25, 0.125, 10.0),
-    "gpt-5-codex": (1.25, 0.125, 10.0),
-    "gpt-5.1": (1.25, 0.125, 10.0),
-    "gpt-5.1-codex": (1.25, 0.125, 10.0),
-    "gpt-5.1-codex-max": (1.25, 0.125, 10.0),
-    "gpt-5.1-codex-mini": (0.25, 0.025, 2.0),
-    "gpt-5-mini": (0.25, 0.025, 2.0),
-    "gpt-5-nano": (0.05, 0.005, 0.4),
-    "gpt-5.2": (1.75, 0.175, 14.0),
-    "gpt-5.2-codex": (1.75, 0.175, 14.0),
-    "gpt-4.1": (2.0, 0.5, 8.0),
-    "o3": (2.0, 0.5, 8.0),
-    "o4-mini": (1.1, 0.275, 4.4),
-}
-
 
 @dataclass(frozen=True, slots=True)
 class CodexTurn:
@@ -90,15 +78,6 @@ class CodexTurn:
     status: str
     stage: str = ""
     effort: str | None = None
-
-
-def codex_cost(model: str, input_tokens: int, cached_tokens: int, output_tokens: int) -> float | None:
-    """USD for one turn from the price table; None for a model it does not know."""
-    prices = _PRICES.get(model)
-    if prices is None:
-        return None
-    fresh, cached, output = prices
-    return ((input_tokens - cached_tokens) * fresh + cached_tokens * cached + output_tokens * output) / 1_000_000
 
 
 def find_rollout(codex_home: Path, thread_id: str) -> Path | None:
@@ -130,6 +109,8 @@ class CodexEngine:
         self._running: dict[str, AsyncTurnHandle] = {}
         self._thread_stage: dict[str, str] = {}
         self._efforts: dict[str, list[str]] | None = None  # model → supported efforts, lowest first
+        self._bridge = ApprovalBridge()
+        self._hooked = False  # whether the app-server's approval requests reach the bridge
         self.turns: list[CodexTurn] = []
 
     @classmethod
@@ -173,6 +154,7 @@ class CodexEngine:
                     client_title="Macupos relay",
                 )
                 codex = AsyncCodex(config)
+                self._hooked = hook_approvals(codex, self._bridge)
                 try:
                     await codex.__aenter__()
                 except (SdkCodexError, OSError) as exc:
@@ -218,11 +200,13 @@ class CodexEngine:
         context: str = "",
         thread_id: str | None = None,
         config: StageConfig,
+        approve: ApprovalHandler | None = None,
     ) -> CodexTurn:
         """Run one turn: a new thread with the stage's settings, or ``thread_id`` resumed.
 
-        Raises RelayTimeoutError after ``config.timeout_s`` (the turn is interrupted first) and CodexError
-        when Codex or its model API fails.
+        Under a stage approval policy other than "never", ``approve`` answers what Codex asks to do (none:
+        every request is refused). Raises RelayTimeoutError after ``config.timeout_s`` (the turn is interrupted
+        first; a request still waiting is refused) and CodexError when Codex or its model API fails.
         """
         started = time.monotonic()
         handle: AsyncTurnHandle | None = None
@@ -230,8 +214,16 @@ class CodexEngine:
         try:
             async with asyncio.timeout(config.timeout_s):
                 codex = await self._ensure()
+                if config.asks and not self._hooked:
+                    raise CodexError(
+                        f"stage {stage} asks for approvals, but this openai-codex SDK hands its approval requests "
+                        'to no one; set its approval_policy to "never"',
+                        stage=stage,
+                    )
                 thread = await self._open_thread(codex, stage, cwd, thread_id, config)
                 current = thread.id
+                if config.asks and approve is not None:
+                    self._bridge.ask_for(current, approve, stage=stage, cwd=cwd, wait_s=config.timeout_s)
                 model, rollout = await self._describe(thread)
                 effort = await self._effort(codex, config, model)
                 reasoning = _reasoning_effort(effort, stage)
@@ -242,14 +234,17 @@ class CodexEngine:
                     sandbox=Sandbox(config.sandbox),
                 )
                 self._running[current] = handle
-                collected = await _collect(handle)
+                collected = await _collect(handle, self._bridge)
         except asyncio.CancelledError:
             # The caller gave up (Claude abandoned the tool call, the session was interrupted): stop the turn
-            # too, or the thread stays busy and a later codex_reply would join the abandoned turn.
+            # too, or the thread stays busy and a later codex_reply would join the abandoned turn. A request
+            # still waiting for the owner is refused first: until it is answered the SDK reads nothing else.
+            self._bridge.release(current)
             if handle is not None:
                 await asyncio.shield(self._stop_turn(handle))
             raise
         except TimeoutError:
+            self._bridge.release(current)
             if handle is not None:
                 await self._stop_turn(handle)
             raise RelayTimeoutError(
@@ -265,6 +260,7 @@ class CodexEngine:
                 f"Codex {stage} turn failed (thread {current or 'not started'}): {exc}", thread_id=current, stage=stage
             ) from exc
         finally:
+            self._bridge.release(current)
             if current and self._running.get(current) is handle:
                 self._running.pop(current, None)
         if collected.status == "failed" and collected.unauthorized:
@@ -303,6 +299,8 @@ class CodexEngine:
     async def _open_thread(
         self, codex: AsyncCodex, stage: str, cwd: Path, thread_id: str | None, config: StageConfig
     ) -> AsyncThread:
+        if config.asks:
+            return await open_asking_thread(codex, cwd, thread_id, config, _developer_instructions(stage))
         # ApprovalMode.deny_all is approval policy "never": nothing ever waits for a human.
         if thread_id:
             return await codex.thread_resume(
@@ -355,12 +353,17 @@ class CodexEngine:
                 os.kill(pid, signal.SIGKILL)
 
 
-async def _collect(handle: AsyncTurnHandle) -> _Collected:
+async def _collect(handle: AsyncTurnHandle, bridge: ApprovalBridge) -> _Collected:
     collected = _Collected()
     agent_texts: list[str] = []
     async for event in handle.stream():
         payload = event.payload
-        if isinstance(payload, ItemCompletedNotification):
+        if isinstance(payload, ItemStartedNotification):
+            started = payload.item.root
+            if isinstance(started, FileChangeThreadItem):  # its approval request names only the item
+                changes = [(c.path, c.kind.root.type, c.diff) for c in started.changes]
+                bridge.file_change(payload.thread_id, started.id, changes)
+        elif isinstance(payload, ItemCompletedNotification):
             item = payload.item.root
             if isinstance(item, AgentMessageThreadItem):
                 agent_texts.append(item.text)

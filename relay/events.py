@@ -104,6 +104,7 @@ class HandoffReady:
     session_id: str
     headline: str
     markdown: str
+    budget_capped: bool = False  # deterministic: memory's daily budget for the extraction model was spent
 
 
 @dataclass(frozen=True, slots=True)

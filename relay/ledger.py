@@ -2,7 +2,9 @@
 
 Rows carry the Claude session they belong to (a Codex turn caused by a session names that session: the
 ledger is also where a session's Codex rollouts are linked to it until memory stores the link itself),
-the RPA run and stage, the engine and model, tokens and USD where the engine reports a price.
+the RPA run and stage, the engine and model, tokens and USD where the engine reports a price. Memory writes
+its own rows beside them (engine ``memory``: each handoff extraction, memory.spend), so they can be shown
+apart from the sessions' spend.
 """
 
 from __future__ import annotations
@@ -15,15 +17,17 @@ from typing import Literal
 
 from memory.db import Database
 from memory.errors import StorageError
+from memory.spend import MEMORY_ENGINE, spent_today
 from relay.events import Usage
 
-__all__ = ["Ledger", "LedgerTotal"]
+__all__ = ["MEMORY_ENGINE", "SESSION_ENGINES", "Ledger", "LedgerTotal"]
 
 logger = logging.getLogger(__name__)
 
 
 GroupBy = Literal["session", "run", "engine"]
 _COLUMN: dict[str, str] = {"session": "session_id", "run": "run_id", "engine": "engine"}
+SESSION_ENGINES = ("claude", "codex")  # what sessions and RPA runs spend (memory's own rows aside)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,17 +103,20 @@ class Ledger:
             return 0
         return int(row_id or 0)
 
-    async def totals(self, by: GroupBy = "session") -> list[LedgerTotal]:
-        """Sums per session, run or engine, largest cost first (rows without a key are left out)."""
+    async def totals(self, by: GroupBy = "session", *, engines: tuple[str, ...] = ()) -> list[LedgerTotal]:
+        """Sums per session, run or engine, largest cost first (rows without a key are left out); ``engines``
+        keeps only those engines' rows (e.g. :data:`SESSION_ENGINES`)."""
         if by not in _COLUMN:
             raise ValueError(f"ledger totals by 'session', 'run' or 'engine', not {by!r}")
         column = _COLUMN[by]
+        only = f" AND engine IN ({','.join('?' * len(engines))})" if engines else ""
         sql = (
             f"SELECT {column}, count(*), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), "
             f"sum(cache_write_tokens), sum(cost_usd), count(cost_usd), sum(duration_s) "
-            f"FROM ledger WHERE {column} != '' GROUP BY {column} ORDER BY coalesce(sum(cost_usd), 0) DESC, {column}"
+            f"FROM ledger WHERE {column} != ''{only} GROUP BY {column} "
+            f"ORDER BY coalesce(sum(cost_usd), 0) DESC, {column}"
         )
-        async with self.db.conn.execute(sql) as cur:
+        async with self.db.conn.execute(sql, engines) as cur:
             rows = await cur.fetchall()
         return [
             LedgerTotal(
@@ -125,6 +132,10 @@ class Ledger:
             )
             for r in rows
         ]
+
+    async def memory_spent_today(self, timezone: str) -> float:
+        """USD memory's extractions spent since the owner's midnight (what its daily budget caps)."""
+        return await spent_today(self.db.conn, timezone)
 
     async def linked_rollouts(self, session_id: str) -> list[Path]:
         """The Codex rollout files a session caused, in the order they were recorded."""

@@ -19,7 +19,9 @@ from typing import Any
 
 from claude_agent_sdk import McpSdkServerConfig, SdkMcpTool, create_sdk_mcp_server, tool
 
+from relay.approvals import ApprovalHandler
 from relay.codex import CodexEngine, CodexTurn, find_rollout
+from relay.codex_approvals import CodexGrants
 from relay.errors import LoginError, RelayError
 from relay.events import LoginRefused, RelayEvent, StageEnd, StageStart, Usage
 from relay.stages import StageConfig
@@ -62,6 +64,7 @@ class RelayTools:
         on_event: EventSink | None = None,
         on_turn: TurnSink | None = None,
         run_id: str = "",
+        approve: ApprovalHandler | None = None,
     ) -> None:
         self.engine = engine
         self.cwd = cwd
@@ -69,6 +72,9 @@ class RelayTools:
         self.on_event = on_event
         self.on_turn = on_turn
         self.run_id = run_id
+        # What Codex asks the owner under a stage's approval policy; "allow for this session" lasts as long
+        # as these tools, i.e. the Claude session they serve.
+        self.approve = CodexGrants(approve)
 
     async def codex(self, task: str, stage: str, context: str = "") -> ToolReply:
         if not task.strip():
@@ -92,7 +98,13 @@ class RelayTools:
         await self._emit(StageStart(run_id=self.run_id, stage=stage, engine="codex", model=config.model or ""))
         try:
             turn = await self.engine.run_turn(
-                task, stage=stage, cwd=self.cwd, context=context, thread_id=thread_id, config=config
+                task,
+                stage=stage,
+                cwd=self.cwd,
+                context=context,
+                thread_id=thread_id,
+                config=config,
+                approve=self.approve,
             )
         except RelayError as exc:
             failed_thread = getattr(exc, "thread_id", "") or getattr(exc, "session_id", "") or thread_id or ""
@@ -179,9 +191,15 @@ def build_relay_server(
     on_event: EventSink | None = None,
     on_turn: TurnSink | None = None,
     run_id: str = "",
+    approve: ApprovalHandler | None = None,
 ) -> McpSdkServerConfig:
-    """The in-process ``relay`` server for ``ClaudeAgentOptions(mcp_servers={"relay": ...})``."""
-    tools = RelayTools(engine, cwd=cwd, stages=stages, on_event=on_event, on_turn=on_turn, run_id=run_id)
+    """The in-process ``relay`` server for ``ClaudeAgentOptions(mcp_servers={"relay": ...})``.
+
+    ``approve`` answers what Codex asks under a stage's approval policy (none: Codex's requests are refused).
+    """
+    tools = RelayTools(
+        engine, cwd=cwd, stages=stages, on_event=on_event, on_turn=on_turn, run_id=run_id, approve=approve
+    )
     codex_schema = {**_CODEX_SCHEMA, "properties": {**_CODEX_SCHEMA["properties"]}}
     codex_schema["properties"]["stage"] = {**codex_schema["properties"]["stage"], "enum": list(stages)}
 

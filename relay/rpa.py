@@ -27,6 +27,7 @@ from memory.errors import MemoryStoreError
 from relay.approvals import ApprovalHandler
 from relay.artifacts import ArtifactHeader, artifact_name, new_run_id, store_artifact
 from relay.codex import CodexEngine, CodexTurn, find_rollout
+from relay.codex_approvals import CodexGrants
 from relay.errors import ArtifactError, CodexError, LoginError, RelayError
 from relay.events import StageEnd, StageStart, Usage
 from relay.ledger import Ledger
@@ -89,8 +90,10 @@ class _Run:
         on_event: EventSink | None,
         ledger: Ledger | None,
         run_id: str,
+        approve: ApprovalHandler | None = None,
     ) -> None:
         self.task = task
+        self.codex_approve = CodexGrants(approve)  # Codex's requests under a stage's approval policy
         self.settings = settings
         self.project_dir = project_dir
         self.eywa = eywa
@@ -138,7 +141,13 @@ class _Run:
         started = time.monotonic()
         try:
             turn = await self.codex.run_turn(
-                task, stage=config_name, cwd=self.project_dir, context=context, thread_id=thread_id, config=config
+                task,
+                stage=config_name,
+                cwd=self.project_dir,
+                context=context,
+                thread_id=thread_id,
+                config=config,
+                approve=self.codex_approve,
             )
             if turn.status != "completed":
                 self._keep_rollout(turn.rollout_path)
@@ -338,7 +347,8 @@ async def run_rpa(
     carries ``error``; a refused login (LoginError) is raised after the report is stored, as retrying cannot
     help. ValueError for unknown stages or a stage without the one it depends on. The caller
     owns ``codex`` (and its app-server); the Claude sessions are the run's own and always closed. ``approve``
-    answers the tool calls of Claude's execute session that need the owner's consent.
+    answers the tool calls of Claude's execute session that need the owner's consent, and what Codex asks
+    under a stage's approval policy.
     """
     wanted = _check_stages(stages, max_rounds)
     if executor not in ("codex", "claude"):
@@ -354,6 +364,7 @@ async def run_rpa(
         on_event=on_event,
         ledger=ledger,
         run_id=run_id or new_run_id(),
+        approve=approve,
     )
     read_only = replace(
         settings,

@@ -48,8 +48,9 @@ EventSink = Callable[[RelayEvent], Awaitable[None]]
 
 _STDERR_LINES = 40
 _INTERRUPT_GRACE_S = 2.0
-# What the CLI says (stderr, and the errors of its result) when asked to resume a session it does not have.
-_NOT_FOUND = "No conversation found with session ID"
+# What the CLI says (stderr, and the errors of its result) when asked to resume a session it does not have:
+# a UUID it has no transcript of, or an id that is no UUID (a handoff imported into memory under another name).
+_NOT_FOUND = ("No conversation found with session ID", "is not a UUID and does not match any session")
 
 
 def tagged_pids(tag: str) -> list[int]:
@@ -275,6 +276,7 @@ class ClaudeSession:
             instruction=instruction,
             project=self.project,
             continued=self.continued,
+            project_dir=self.project_dir,
         )
         options = await claude_options(
             s,
@@ -409,7 +411,8 @@ class ClaudeSession:
         if self._login is not None:
             return self._login
         tail = self._stderr_tail()
-        if self.resume and _NOT_FOUND in f"{tail}\n{exc or ''}":
+        said = f"{tail}\n{exc or ''}"
+        if self.resume and any(marker in said for marker in _NOT_FOUND):
             return SessionNotFoundError(self.resume, stderr_tail=tail)
         return SessionError(message, session_id=self.session_id, stderr_tail=tail)
 
@@ -435,7 +438,7 @@ class ClaudeSession:
         _kill_all(self._pid, self.tag)  # whatever outlived the CLI (MCP servers, shells) is an orphan now
         config_dir = self.settings.claude_config_dir
         files = await asyncio.to_thread(session_files, config_dir, list(self._session_ids), list(self._rollouts))
-        self._ended = await ingest_session(self.eywa, files, self.session_id)
+        self._ended = await ingest_session(self.eywa, files, self.session_id, project_dir=self.project_dir)
         if self._ended is not None:
             await self.emit(self._ended)
         return self._ended

@@ -1,5 +1,6 @@
 """What a Claude Code session leaves in memory: its transcripts, its subagents' files and the Codex rollouts
-it caused, ingested when it ends, and the handoff that comes of them."""
+it caused, ingested when it ends, and the handoff that comes of them. A private project's session
+(memory.privacy) leaves nothing."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from memory.api import Eywa
 from memory.errors import MemoryStoreError
+from memory.privacy import load_privacy
 from relay.events import HandoffReady
 
 __all__ = ["ingest_session", "rollout_session_id", "session_files"]
@@ -28,21 +30,28 @@ def session_files(claude_config_dir: Path, session_ids: Iterable[str], rollouts:
     return found + [p for p in rollouts if p.is_file()]
 
 
-async def ingest_session(eywa: Eywa, paths: list[Path], session_id: str) -> HandoffReady | None:
+async def ingest_session(
+    eywa: Eywa, paths: list[Path], session_id: str, *, project_dir: Path | None = None
+) -> HandoffReady | None:
     """Ingest ``paths``; the session's handoff when there is one. A memory error is logged, never raised:
-    the run itself is over and done."""
+    the run itself is over and done. Nothing of a session in a private project's ``project_dir`` is ingested
+    (whether it was private when the session started or became so since)."""
     logger.debug("ingesting session %s from %s", session_id, paths)
     if not paths or not session_id:
         return None
+    if load_privacy(eywa.settings).covers(project_dir):
+        logger.info("session %s is in a private project: not ingested", session_id)
+        return None
     try:
-        await eywa.ingest(paths)
+        report = await eywa.ingest(paths)
         view = await eywa.show(session_id)
     except MemoryStoreError as exc:
         logger.warning("could not ingest session %s: %s", session_id, exc)
         return None
     if view.handoff is None:
         return None
-    return HandoffReady(session_id, view.handoff.headline, view.handoff.markdown)
+    capped = session_id in report.budget_capped
+    return HandoffReady(session_id, view.handoff.headline, view.handoff.markdown, budget_capped=capped)
 
 
 def rollout_session_id(path: Path) -> str:

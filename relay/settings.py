@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any, Literal, cast
 
 from memory.settings import MemorySettings
-from relay.stages import stage_configs
+from relay.stages import APPROVAL_POLICIES, STAGES, stage_configs
 
 __all__ = ["PERMISSION_MODES", "PermissionModeName", "RelaySettings", "read_config_toml"]
 
@@ -103,7 +103,9 @@ class RelaySettings:
         """Settings from an environment mapping plus the ``[relay]`` table of a parsed config.toml document.
 
         Precedence: environment over TOML over defaults. Per-stage Codex overrides come from
-        ``[relay.stages.<stage>]`` tables. Raises ValueError for a bad value, so a typo fails at startup.
+        ``[relay.stages.<stage>]`` tables; ``codex_approval_policy`` (``MACUPOS_CODEX_APPROVAL_POLICY``) is
+        the approval policy of every stage whose table sets none. Raises ValueError for a bad value, so a
+        typo fails at startup.
         """
         table: Mapping[str, Any] = (toml or {}).get("relay", {}) or {}
         if not isinstance(table, Mapping):
@@ -143,7 +145,15 @@ class RelaySettings:
             raise ValueError("[relay.stages] must be a table of per-stage tables")
         if not all(isinstance(v, Mapping) for v in stages_raw.values()):
             raise ValueError("[relay.stages] must be a table of per-stage tables")
-        stages = MappingProxyType({str(k): MappingProxyType(dict(v)) for k, v in stages_raw.items()})
+        tables = {str(k): dict(v) for k, v in stages_raw.items()}
+        policy = pick("MACUPOS_CODEX_APPROVAL_POLICY", "codex_approval_policy", None)
+        if policy is not None:
+            if policy not in APPROVAL_POLICIES:
+                known = ", ".join(APPROVAL_POLICIES)
+                raise ValueError(f"relay setting codex_approval_policy must be one of {known}, not {policy!r}")
+            for stage in STAGES:
+                tables.setdefault(stage, {}).setdefault("approval_policy", policy)
+        stages = MappingProxyType({k: MappingProxyType(v) for k, v in tables.items()})
         stage_configs(stages)  # a typo in [relay.stages.*] fails here, at startup, not at the first Codex turn
         return cls(
             memory=memory,

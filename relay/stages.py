@@ -1,4 +1,5 @@
-"""Per-stage settings for Codex turns: sandbox, reasoning effort, model and timeout of each RPA stage."""
+"""Per-stage settings for Codex turns: sandbox, reasoning effort, model, timeout and approval policy of each
+RPA stage."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from types import MappingProxyType
 from typing import Any, Literal, cast, get_args
 
 __all__ = [
+    "APPROVAL_POLICIES",
     "DEFAULT_STAGES",
     "EFFORTS",
     "HIGHEST",
     "SANDBOXES",
     "STAGES",
     "STAGE_BRIEFS",
+    "ApprovalPolicy",
     "Sandbox",
     "StageConfig",
     "StageName",
@@ -22,9 +25,14 @@ __all__ = [
 
 StageName = Literal["research", "plan", "audit", "execute", "review", "fix"]
 Sandbox = Literal["read-only", "workspace-write"]
+# Codex's own approval policies. "never": nothing waits for a person (the sandbox is the limit);
+# "on-request": Codex asks when it wants to go past the sandbox; "untrusted": it asks before any command
+# it does not know to be safe, and before file changes. The owner answers on the phone (relay.codex).
+ApprovalPolicy = Literal["never", "on-request", "untrusted"]
 
 STAGES: tuple[str, ...] = get_args(StageName)
 SANDBOXES: tuple[str, ...] = get_args(Sandbox)
+APPROVAL_POLICIES: tuple[str, ...] = get_args(ApprovalPolicy)
 
 # "highest" is resolved per turn to the top effort the installed Codex lists for the thread's model (its
 # catalog differs between Codex releases and models), so the plan stage always thinks as hard as allowed.
@@ -41,6 +49,12 @@ class StageConfig:
     effort: str | None
     model: str | None
     timeout_s: float
+    approval_policy: ApprovalPolicy = "never"
+
+    @property
+    def asks(self) -> bool:
+        """Whether Codex may ask the owner for approval during this stage's turns."""
+        return self.approval_policy != "never"
 
 
 DEFAULT_STAGES: Mapping[str, StageConfig] = MappingProxyType(
@@ -66,7 +80,7 @@ STAGE_BRIEFS: Mapping[str, str] = MappingProxyType(
     }
 )
 
-_FIELDS = ("sandbox", "effort", "model", "timeout_s")
+_FIELDS = ("sandbox", "effort", "model", "timeout_s", "approval_policy")
 
 
 def stage_configs(overrides: Mapping[str, Mapping[str, Any]]) -> dict[str, StageConfig]:
@@ -92,6 +106,10 @@ def _check(stage: str, name: str, value: Any) -> Any:
         if value not in SANDBOXES:
             raise ValueError(f"{where} must be one of {SANDBOXES}, not {value!r}")
         return cast(Sandbox, value)
+    if name == "approval_policy":
+        if value not in APPROVAL_POLICIES:
+            raise ValueError(f"{where} must be one of {APPROVAL_POLICIES}, not {value!r}")
+        return cast(ApprovalPolicy, value)
     if name == "timeout_s":
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
             raise ValueError(f"{where} must be a positive number of seconds, not {value!r}")

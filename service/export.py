@@ -5,21 +5,23 @@
     facts/events/<origin>.jsonl        the append-only facts event log
 
 The archive is written to the tenant's spool first (a thread does the compressing) and streamed from
-there; the file goes when the response has been sent.
+the open file (already unlinked, so nothing stays behind).
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
+import os
 import secrets
 import tarfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import BinaryIO
 
-from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response
+from starlette.responses import Response, StreamingResponse
 
 from service.calls import Call, endpoint
 
@@ -59,10 +61,25 @@ async def export_route(request: Request, call: Call) -> Response:
     except BaseException:
         out.unlink(missing_ok=True)
         raise
+    # Opened, then unlinked: the archive is streamed from the open file and leaves nothing behind, even
+    # when the client goes away halfway.
+    fh = await asyncio.to_thread(out.open, "rb")
+    out.unlink()
+    size = os.fstat(fh.fileno()).st_size
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    return FileResponse(
-        out,
+    return StreamingResponse(
+        _chunks(fh),
         media_type="application/gzip",
-        filename=f"macupos-{call.tenant.name}-{stamp}.tar.gz",
-        background=BackgroundTask(out.unlink, missing_ok=True),
+        headers={
+            "Content-Length": str(size),
+            "Content-Disposition": f'attachment; filename="macupos-{call.tenant.name}-{stamp}.tar.gz"',
+        },
     )
+
+
+async def _chunks(fh: BinaryIO) -> AsyncIterator[bytes]:
+    try:
+        while chunk := await asyncio.to_thread(fh.read, 1 << 20):
+            yield chunk
+    finally:
+        fh.close()

@@ -20,7 +20,7 @@ from starlette.types import Message, Receive, Scope, Send
 from memory.errors import MemoryStoreError
 from memory.mcp_server import SCOPED_STATE_KEY, ToolState, build_server
 from service.calls import ROUTE_KEY, authenticate, error_response, service_of
-from service.errors import RequestTimeout, ServiceError
+from service.errors import PayloadTooLarge, RequestTimeout, ServiceError
 from service.settings import Limits
 from service.tenants import Tenant
 
@@ -69,6 +69,9 @@ class McpEndpoint:
         svc = service_of(request)
         try:
             key = await authenticate(svc, request.headers, "read")
+            declared = request.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > self.limits.mcp_bytes:  # the SDK would answer in plain text
+                raise PayloadTooLarge(f"the body is larger than {self.limits.mcp_bytes} bytes")
         except ServiceError as exc:
             await error_response(request, exc)(scope, receive, send)
             return

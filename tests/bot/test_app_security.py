@@ -175,9 +175,13 @@ async def test_an_unanswered_approval_is_denied_after_the_timeout(
 
 async def test_messages_that_must_not_run_are_answered_and_run_nothing(h: Harness) -> None:
     app = await h.start()
-    # A file with a caption: the caption alone would act without the file it speaks of.
-    h.tg.push_document(OWNER, OWNER, b"a,b\n1,2\n", "invoices.csv", caption="sum the amounts in this csv")
-    refused = await h.wait_text(lambda t: t.startswith("Files, photos and other attachments"))
+    # A sticker is no instruction (photos and files are: see test_app_attachments).
+    sticker = {"file_id": "S1", "file_unique_id": "uS1", "type": "regular", "width": 512, "height": 512}
+    sticker |= {"is_animated": False, "is_video": False}
+    owner = {"id": OWNER, "is_bot": False, "first_name": "owner"}
+    chat = {"id": OWNER, "type": "private", "first_name": "owner"}
+    h.tg.push_update({"message": {"message_id": 900, "date": 1, "chat": chat, "from": owner, "sticker": sticker}})
+    refused = await h.wait_text(lambda t: t.startswith("📎 Stickers, locations"))
     assert "nothing was run" in refused
     # Only invisible characters: nothing to run.
     h.tg.push_message(OWNER, OWNER, "\u200b\u2060 \u200b")

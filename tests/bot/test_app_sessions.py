@@ -123,7 +123,11 @@ async def test_a_session_claude_code_no_longer_has_is_replaced_by_a_fresh_one_an
     await app.services.state.set_session(OWNER, gone)
     h.tg.push_message(OWNER, OWNER, "fix the flaky export test")
     await h.wait_text(lambda t: "Started over and fixed it." in t)
-    assert "Could not resume the earlier session; starting a new one." in h.texts()
+    told = [t for t in h.texts() if t.startswith("↪️")]
+    assert told == [
+        f"↪️ Claude Code no longer has session {gone[:8]}; memory holds no handoff of it either, "
+        "so this is a fresh session without it."
+    ]
     assert h.claude.arrivals == 1 and last_user_text(h.claude.bodies[0]).endswith("fix the flaky export test")
     fresh = (await app.services.state.chat(OWNER)).session_id
     assert fresh and fresh != gone

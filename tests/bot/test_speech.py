@@ -15,11 +15,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from telegram import Bot
 
 from bot.errors import BotError, SpeechError, SpeechUnavailableError
+from bot.progress import ptb_seconds
 from bot.speech import MAX_SPOKEN_WORDS, Speaker, SpokenNote, encode_ogg_opus, speech_available, spoken_summary
 from bot.speech_summary import NOTHING_TO_SAY
 from bot.voice import Transcriber
+from tests.doubles.telegram import TelegramDouble
 
 # --- the summary ---------------------------------------------------------------------------------------
 
@@ -77,9 +80,7 @@ def test_pending_prompts_come_after_the_outcome_and_before_the_answers_own_quest
         "Tests pass. Do you want a pull request?",
         pending=["Claude asks to run a Bash command: allow or deny?"],
     )
-    assert said == (
-        "Tests pass. Claude asks to run a Bash command: allow or deny? Do you want a pull request?"
-    )
+    assert said == ("Tests pass. Claude asks to run a Bash command: allow or deny? Do you want a pull request?")
 
 
 def test_markup_emoji_and_arrows_are_not_spoken() -> None:
@@ -157,16 +158,19 @@ def speaker() -> Iterator[Speaker]:
 
 def probe(note: SpokenNote) -> tuple[str, int, int, float]:
     """Codec, sample rate, channels and duration of the OGG as FFmpeg (PyAV) reads it."""
-    with av.open(io.BytesIO(note.ogg)) as container:
+    with av.open(io.BytesIO(note.ogg), "r") as container:
         assert container.format.name == "ogg"
         stream = container.streams.audio[0]
-        samples = sum(frame.samples for frame in container.decode(stream))
+        samples: int = sum(frame.samples for frame in container.decode(stream))
         return stream.codec_context.name, stream.rate, stream.channels, samples / stream.rate
 
 
 def recovered(said: str, heard: str) -> float:
     """The share of the said words found in what was heard (each heard word matches once)."""
-    norm = lambda t: re.findall(r"[a-z0-9']+", t.lower())  # noqa: E731
+
+    def norm(text: str) -> list[str]:
+        return re.findall(r"[a-z0-9']+", text.lower())
+
     pool = norm(heard)
     hits = 0
     for w in norm(said):
@@ -200,7 +204,8 @@ async def test_round_trip_speech_to_opus_to_whisper_recovers_the_words(
 
 
 async def test_a_full_length_summary_fits_in_thirty_seconds(speaker: Speaker) -> None:
-    said = spoken_summary(" ".join(f"The {n}th migration of the reporting database finished cleanly." for n in range(30)))
+    answer = " ".join(f"The {n}th migration of the reporting database finished cleanly." for n in range(30))
+    said = spoken_summary(answer)
     assert words(said) > MAX_SPOKEN_WORDS - 10
     note = await speaker.synthesize(said)
     assert note.duration_s <= 30.0
@@ -269,3 +274,20 @@ def test_encoding_pads_nothing_and_cuts_nothing() -> None:
     codec, rate, channels, decoded_s = probe(note)
     assert (codec, rate, channels) == ("opus", 48_000, 1)
     assert abs(decoded_s - 2.0) < 0.05
+
+
+async def test_the_bot_api_double_takes_the_note_as_a_voice_note(
+    speaker: Speaker, telegram_double: TelegramDouble
+) -> None:
+    note = await speaker.synthesize("The tests pass. Should I push the branch?")
+    tg = telegram_double
+    async with Bot(tg.token, base_url=tg.base_url, base_file_url=tg.base_file_url) as bot:
+        message = await bot.send_voice(7, note.ogg, duration=round(note.duration_s))
+        assert message.voice is not None and message.document is None
+        assert message.voice.mime_type == "audio/ogg"
+        assert ptb_seconds(message.voice, "duration") == round(note.duration_s)
+        stored = tg.files[message.voice.file_id].data
+        assert stored == note.ogg
+        # Not OGG/Opus: Telegram delivers it as a plain file, not as a voice note.
+        wav = await bot.send_voice(7, b"RIFF" + bytes(400), filename="note.wav")
+        assert wav.voice is None and wav.document is not None

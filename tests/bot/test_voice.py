@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.errors import BotError, VoiceError, VoiceModelError
-from bot.voice import Transcriber, vocabulary_prompt
+from bot.voice import CODING_TERMS, Transcriber, vocabulary_prompt
 from tests.bot.conftest import VoiceNote
 
 INSTRUCTION = "run the tests in eywa and fix the failing one"
@@ -108,4 +108,23 @@ def test_vocabulary_prompt_is_a_short_deduplicated_glossary() -> None:
     assert vocabulary_prompt([]) is None
     assert vocabulary_prompt(["Eywa", "eywa", " Macupos ", "", "relay"]) == "Glossary: Eywa, Macupos, relay."
     long = vocabulary_prompt([f"word{n}" for n in range(500)])
-    assert long is not None and len(long) <= 400 and long.endswith(".")
+    assert long is not None and len(long) <= 600 and long.endswith(".")
+    assert len(long.split(",")) <= 64  # ≈ 150 tokens: well inside Whisper's 224-token prompt window
+
+
+def test_the_coding_glossary_follows_the_owners_words_in_the_prompt() -> None:
+    prompt = vocabulary_prompt(["Eywa", "Macupos", "push", *CODING_TERMS])
+    assert prompt is not None
+    assert prompt.startswith("Glossary: Eywa, Macupos, push, git, branch,")
+    assert prompt.count("push") == 1
+    assert "pull request" in prompt and "pytest" in prompt
+    # 40 owner words (what VoiceFlow.hotwords gives at most) still leave room for the coding terms.
+    full = vocabulary_prompt([*(f"Project{n}" for n in range(40)), *CODING_TERMS])
+    assert full is not None and "Project39" in full and "git" in full
+
+
+async def test_the_glossary_primes_coding_words(transcriber: Transcriber, voice_note: VoiceNote) -> None:
+    # Unprimed, tiny.en writes "my pie" or "my beat" for mypy; the default glossary has it.
+    assert transcriber.glossary == CODING_TERMS
+    primed = await transcriber.transcribe(voice_note("add type hints and run mypy"))
+    assert "mypy" in primed.text.lower()

@@ -62,6 +62,9 @@ class ExecCommand:
 
     cmd: str
     call_id: str = ""  # generated when empty
+    # Ask to run outside the sandbox (``sandbox_permissions: require_escalated``): under the on-request
+    # approval policy this is what makes Codex ask the client for approval.
+    escalate: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +163,10 @@ def codex_env(codex_home: Path, home: Path) -> dict[str, str]:
         "OPENAI_API_KEY": "",
         "OPENAI_BASE_URL": "",
     }
+
+
+# What the model adds to an exec_command call to run it outside the sandbox.
+_ESCALATE = {"sandbox_permissions": "require_escalated", "justification": "needs to write outside the sandbox"}
 
 
 def _sse(data: Mapping[str, Any]) -> bytes:
@@ -272,7 +279,7 @@ class OpenAIDouble:
                 "id": f"fc_double_{next(self._ids):04d}",
                 "call_id": reply.call_id or f"call_double_{next(self._ids):04d}",
                 "name": "exec_command",
-                "arguments": json.dumps({"cmd": reply.cmd}),
+                "arguments": json.dumps({"cmd": reply.cmd} | (_ESCALATE if reply.escalate else {})),
                 "status": "completed",
             }
             usage = {"input_tokens": 100, "output_tokens": 10}

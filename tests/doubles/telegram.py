@@ -48,7 +48,7 @@ MAX_CAPTION = 1024
 MAX_DOWNLOAD = 20 * 1024 * 1024  # getFile refuses bigger files for bots
 
 _INT_FIELDS = frozenset(
-    "chat_id message_id offset limit timeout user_id reply_to_message_id cache_time message_thread_id".split()
+    "chat_id message_id offset limit timeout user_id reply_to_message_id cache_time message_thread_id duration".split()
 )
 _BOOL_FIELDS = frozenset("disable_notification show_alert drop_pending_updates protect_content".split())
 _JSON_FIELDS = frozenset(
@@ -56,7 +56,9 @@ _JSON_FIELDS = frozenset(
     "reply_parameters".split()
 )
 # Methods that count against per-chat flood control.
-_FLOOD_METHODS = frozenset("sendMessage editMessageText editMessageReplyMarkup sendDocument sendPhoto".split())
+_FLOOD_METHODS = frozenset(
+    "sendMessage editMessageText editMessageReplyMarkup sendDocument sendPhoto sendVoice".split()
+)
 # Methods whose successful calls are the bot's visible actions (``sent``).
 _READ_METHODS = frozenset("getMe getUpdates getFile getMyCommands getWebhookInfo deleteWebhook".split())
 _CHAT_ACTIONS = frozenset(
@@ -791,6 +793,23 @@ class TelegramDouble:
         document: dict[str, Any] = {"file_id": f.file_id, "file_unique_id": f"u{f.file_id}", "file_name": f.file_name}
         document |= {"mime_type": f.mime_type or "application/octet-stream", "file_size": f.size}
         message = self._new_message(chat_id, self.bot_user, document=document, **content)
+        self._chats[chat_id].messages[message["message_id"]] = message
+        return message
+
+    async def _m_sendVoice(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        """OGG/Opus becomes a voice note; anything else Telegram delivers as a plain document."""
+        chat_id = self._chat_id(params)
+        f = self._upload(params, files, "voice")
+        content = self._caption(params)
+        self._flood_check("sendVoice", chat_id)
+        data = f.data
+        ids = {"file_id": f.file_id, "file_unique_id": f"u{f.file_id}", "file_size": f.size}
+        if data.startswith(b"OggS") and b"OpusHead" in data[:512]:
+            voice = ids | {"duration": int(params.get("duration") or 0), "mime_type": "audio/ogg"}
+            message = self._new_message(chat_id, self.bot_user, voice=voice, **content)
+        else:
+            document = ids | {"file_name": f.file_name, "mime_type": f.mime_type or "application/octet-stream"}
+            message = self._new_message(chat_id, self.bot_user, document=document, **content)
         self._chats[chat_id].messages[message["message_id"]] = message
         return message
 

@@ -245,7 +245,7 @@ def test_claude_parser_reports_every_bad_line_and_never_raises(
     _check(parse_claude_file(path, redact=REDACTOR), content)
 
 
-@fuzz_settings(1000)
+@fuzz_settings(500)
 @given(
     doc=st.one_of(
         st.fixed_dictionaries({"loglines": shaped(st.lists(claude_records, max_size=5))}).map(json_bytes),
@@ -254,7 +254,7 @@ def test_claude_parser_reports_every_bad_line_and_never_raises(
     )
 )
 def test_claude_export_parser_never_raises(tmp_path: Path, doc: bytes) -> None:
-    # The {"loglines": [...]} export is one JSON document; 1,000 examples: it shares every line rule above.
+    # The {"loglines": [...]} export is one JSON document; 500 examples: it shares every line rule above.
     from memory.transcript import parse_claude_file
 
     path = tmp_path / "export.json"

@@ -5,10 +5,21 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memory.errors import HandoffFormatError
-from memory.handoff_format import SECTIONS_KEY, from_markdown, normalize_keyword, redacted, to_markdown
+from memory.handoff_format import (
+    SECTIONS_KEY,
+    from_markdown,
+    normalize_keyword,
+    normalized,
+    redacted,
+    to_markdown,
+)
 from memory.models import Handoff, SessionKind
+from memory.redact import Redactor
+from tests.fuzzing import fuzz_settings
 
 
 def full_handoff() -> Handoff:
@@ -275,3 +286,98 @@ def test_a_field_redacted_to_a_marker_reads_back_as_that_text() -> None:
         {"owner": "[REDACTED:openai-key]"},
     )
     assert back.session_id == "s"
+
+
+# -- hostile and odd input ----------------------------------------------------------------------------------
+
+
+def test_a_duration_of_thousands_of_spaces_is_refused_at_once() -> None:
+    # Three `\s*` in a row made the duration regex backtrack cubically: an hour for 2,000 spaces and a letter.
+    text = '---\nsession_id: a\ndate: 2025-01-01\nheadline: x y\nduration: "' + " " * 100_000 + 'x"\n---\n'
+    with pytest.raises(HandoffFormatError, match="invalid duration") as caught:
+        from_markdown(text)
+    assert len(str(caught.value)) < 300  # the message quotes the value, cut short
+
+
+@pytest.mark.parametrize(
+    ("front", "why"),
+    [
+        ("keywords: &k [a, b]\nprojects: *k\n", "anchor"),
+        ("duration: !!float lots\n", "tag"),
+        ("date: !!timestamp yesterday\n", "tag"),
+        ("headline: !!python/object/apply:os.system [id]\n", "tag"),
+        ("x: " + "[" * 50_000 + "]" * 50_000 + "\n", "nesting"),
+        ("date: 2026-13-45\n", "not a valid timestamp"),
+    ],
+)
+def test_refused_yaml_is_a_handoff_format_error(front: str, why: str) -> None:
+    text = f"---\nsession_id: a\ndate: 2025-01-01\nheadline: x y\n{front}---\n"
+    with pytest.raises(HandoffFormatError, match=why):
+        from_markdown(text)
+
+
+def test_emoji_and_line_separators_are_written_as_pyyaml_writes_them() -> None:
+    h = Handoff(session_id="s", date="2025-01-01", headline="🚀 Launch day", keywords=["🚀", "a\u2028b"])
+    front = to_markdown(h).split("---\n")[1]
+    assert "headline: 🚀 Launch day\n" in front  # libyaml's emitter would write "\U0001F680"
+    assert front == yaml.safe_dump(yaml.safe_load(front), sort_keys=True, allow_unicode=True, width=10_000)
+
+
+# -- normalized(): what import stores, parsed once ------------------------------------------------------------
+
+
+def _the_long_way(h: Handoff, redactor: Redactor) -> tuple[Handoff, str]:
+    """What import did before: redact the fields, write, redact the text, parse the whole file again."""
+    markdown = redactor(to_markdown(redacted(h, redactor.redact_obj)))
+    return from_markdown(markdown), markdown
+
+
+NORMALIZE_CASES = [
+    full_handoff(),
+    from_markdown(EYWA_FILE),
+    Handoff(session_id="s", date="2025-01-01", headline="🚀 emoji: PyYAML's dumper", keywords=["a\u2028b"]),
+    Handoff(session_id="s", date="", headline="key sk-proj-" + "a1B2" * 12, model="x", extra={"api_key": "hunter2!!x"}),
+    Handoff(
+        session_id="s",
+        date="2025-01-01T10:00:00+02:00",
+        headline="lists from frontmatter",
+        what_happened=["a  \ntrailing", "   \n", "x\n## not a section\ny", "None"],
+        extra={"decisions": ["d"], "Files": ["f"], "files": ["g"], "_sections": "odd", "n": float("inf")},
+    ),
+]
+
+
+@pytest.mark.parametrize("h", NORMALIZE_CASES)
+def test_normalized_stores_what_parsing_the_written_file_again_gives(h: Handoff) -> None:
+    redactor = Redactor(["owner-secret-1"])
+    assert normalized(h, redactor, redactor.redact_obj) == _the_long_way(h, redactor)
+
+
+_texts = st.text(st.sampled_from(list("ab Z0:#-'\"[],\n é🚀\u2028_sk")), max_size=12)
+_handoffs = st.builds(
+    Handoff,
+    session_id=_texts.filter(str.strip),
+    date=st.sampled_from(["", "2025-01-01", "2025-01-01T10:00:00+00:00"]),
+    headline=_texts.filter(str.strip),
+    model=_texts,
+    projects=st.lists(_texts, max_size=3),
+    keywords=st.lists(_texts, max_size=3),
+    what_happened=st.lists(_texts, max_size=3),
+    insights=st.lists(_texts, max_size=2),
+    extra=st.dictionaries(
+        _texts.filter(lambda k: k.strip() and k not in ("_sections", "_preamble")), _texts, max_size=3
+    ),
+)
+
+
+@fuzz_settings(1000)
+@given(_handoffs)
+def test_normalized_equals_the_long_way_on_generated_handoffs(h: Handoff) -> None:
+    redactor = Redactor()
+    try:
+        expected = _the_long_way(h, redactor)
+    except HandoffFormatError:
+        with pytest.raises(HandoffFormatError):
+            normalized(h, redactor, redactor.redact_obj)
+        return
+    assert normalized(h, redactor, redactor.redact_obj) == expected

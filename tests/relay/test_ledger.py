@@ -9,8 +9,9 @@ import pytest
 
 from memory.api import Eywa
 from memory.settings import MemorySettings
+from memory.spend import Spend, record_spend
 from relay.events import Usage
-from relay.ledger import Ledger
+from relay.ledger import MEMORY_ENGINE, SESSION_ENGINES, Ledger
 
 
 async def apply_ledger_migration(eywa: Eywa) -> Ledger:
@@ -77,3 +78,16 @@ async def test_unknown_engine_or_grouping_is_refused(ledger: Ledger) -> None:
         await ledger.record(engine="gemini", usage=Usage())
     with pytest.raises(ValueError, match="totals"):
         await ledger.totals("day")  # type: ignore[arg-type]
+
+
+async def test_memory_spend_is_an_engine_of_its_own_and_kept_out_of_the_sessions(ledger: Ledger) -> None:
+    await ledger.record(engine="claude", usage=Usage(100, 20, cost_usd=0.01), session_id="s1")
+    async with ledger.db.write() as conn:  # what memory's extraction writes (memory.spend)
+        await record_spend(conn, "s1", Spend("claude-haiku-4-5", 5000, 300, cost_usd=0.0065))
+
+    engines = {t.key: t for t in await ledger.totals("engine")}
+    sessions = {t.key: t for t in await ledger.totals("session", engines=SESSION_ENGINES)}
+
+    assert engines[MEMORY_ENGINE].cost_usd == pytest.approx(0.0065) and engines[MEMORY_ENGINE].tokens == 5300
+    assert sessions["s1"].runs == 1 and sessions["s1"].cost_usd == pytest.approx(0.01)
+    assert await ledger.memory_spent_today("UTC") == pytest.approx(0.0065)

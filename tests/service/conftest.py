@@ -21,6 +21,7 @@ import uvicorn
 from memory.settings import MemorySettings
 from service.app import build_app, embedded_store
 from service.keys import SqliteKeyStore
+from service.server import bind
 from service.settings import Limits, ServiceSettings
 from service.tenants import Scope
 
@@ -108,7 +109,7 @@ async def running_service(home: Path, **settings: object) -> AsyncIterator[Serve
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, access_log=False, lifespan="on")
     server = uvicorn.Server(config)
     config.load()
-    sock = config.bind_socket()
+    sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     task = asyncio.create_task(server.serve(sockets=[sock]))
     async with asyncio.timeout(30):

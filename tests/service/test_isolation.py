@@ -170,8 +170,8 @@ async def _final_check(srv: Server, keys: list[str], models: list[Model]) -> Non
                 await _step(c, m, ("search", m.tenant, word))
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(program=st.lists(OPS, min_size=10, max_size=30))
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(program=st.lists(OPS, min_size=10, max_size=40))
 def test_no_tenant_ever_sees_another_tenants_sessions_text_or_counts(program: list[tuple[Any, ...]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         asyncio.run(_run(Path(tmp) / "home", program))

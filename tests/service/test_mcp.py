@@ -90,3 +90,9 @@ async def test_mcp_without_a_valid_key_is_refused_before_any_tool(service: Serve
     assert missing.status_code == 401 and wrong.status_code == 401
     assert missing.json()["error"]["code"] == "unauthorized"
     assert right.status_code == 200 and right.json()["result"]["serverInfo"]["name"] == "eywa"
+
+
+async def test_an_oversize_mcp_body_is_a_json_413(service: Server) -> None:
+    async with service.client(service.keys["alice"]) as c:
+        r = await c.post("/mcp", content=b"x" * (4 * 1024 * 1024 + 1), headers={"Content-Type": "application/json"})
+    assert r.status_code == 413 and r.json()["error"]["code"] == "payload_too_large"

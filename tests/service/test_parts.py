@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import socket
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ from service.errors import BadRequest
 from service.keys import mask_keys
 from service.metrics import Metrics
 from service.ratelimit import RateLimiter
-from service.server import KeyMask
+from service.server import KeyMask, bind
 from service.spool import spool_path
 
 SPOOL = Path("/spool")
@@ -101,3 +103,29 @@ def test_keys_are_masked_in_log_records(caplog: pytest.LogCaptureFixture) -> Non
     finally:
         caplog.handler.removeFilter(mask)
     assert key not in caplog.text and "mpk_<masked>" in caplog.text
+
+
+async def _nodelay_of_accepted(sock: socket.socket) -> int:
+    seen: list[int] = []
+    done = asyncio.Event()
+
+    async def handle(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(writer.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        writer.close()
+        done.set()
+
+    server = await asyncio.start_server(handle, sock=sock)
+    async with server:
+        _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+        await asyncio.wait_for(done.wait(), timeout=10)
+        writer.close()
+    return seen[0]
+
+
+async def test_the_listening_socket_makes_connections_that_send_at_once() -> None:
+    # asyncio sets TCP_NODELAY only on sockets whose protocol says TCP; without it a response's header and
+    # body writes wait on the client's delayed ACK (40 ms each).
+    assert await _nodelay_of_accepted(bind("127.0.0.1", 0)) != 0
+    plain = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # protocol 0, as uvicorn's bind_socket makes it
+    plain.bind(("127.0.0.1", 0))
+    assert await _nodelay_of_accepted(plain) == 0

@@ -1,0 +1,40 @@
+"""Telling a chat, once a day, that memory's daily budget for the extraction model is spent
+(``MACUPOS_MEMORY_DAILY_BUDGET_USD``): its handoffs are the deterministic ones until the owner's next day."""
+
+from __future__ import annotations
+
+import logging
+
+from telegram.error import TelegramError
+
+from bot.services import Services
+from memory.spend import day_start
+
+__all__ = ["BudgetNotice"]
+
+logger = logging.getLogger(__name__)
+
+
+class BudgetNotice:
+    """Once per chat and owner's day (``MACUPOS_TIMEZONE``); a restart may tell it once more."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self._told: set[tuple[int, str]] = set()
+
+    async def tell(self, chat_id: int) -> None:
+        s = self.services
+        m = s.settings.memory
+        key = (chat_id, day_start(m.timezone).isoformat())
+        if key in self._told:
+            return
+        self._told.add(key)
+        budget = f"${m.memory_daily_budget_usd:.2f}" if m.memory_daily_budget_usd is not None else "its budget"
+        text = (
+            f"💸 Memory's daily budget ({budget}) for writing handoffs with the model is spent: until tomorrow "
+            "handoffs are written without it (the deterministic summary). /cost shows the spend."
+        )
+        try:
+            await s.sender.send(chat_id, text, html_text=False)
+        except TelegramError as exc:
+            logger.warning("could not tell chat %s that memory's budget is spent: %s", chat_id, exc)

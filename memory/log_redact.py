@@ -1,0 +1,92 @@
+"""Secrets never reach a log: a logging filter (and a one-line helper) that pass the final text through the
+:class:`~memory.redact.Redactor`.
+
+The filter sees each record once, after its arguments are merged (``record.getMessage()``), so a secret that
+arrives as an argument, inside an exception's message or in a traceback's lines is caught too. Exact values
+(the bot token, its URL-encoded form, its secret half) are masked first, as ``<token>``; the redactor then
+takes every token format it knows and the owner's own secrets (``MACUPOS_SECRETS``). Logs are not a hot
+path, but a redactor compiles its own-secret pattern when built: one is built per secret list and reused.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Iterable, Sequence
+from urllib.parse import quote
+
+from memory.redact import Redactor
+
+__all__ = ["TOKEN_MASK", "RedactingFilter", "install", "redact_log_text", "token_literals"]
+
+TOKEN_MASK = "<token>"
+_MIN_LITERAL = 8  # a shorter "secret" would shred ordinary words
+
+
+@functools.lru_cache(maxsize=8)
+def _redactor(own_secrets: tuple[str, ...]) -> Redactor:
+    return Redactor(own_secrets)
+
+
+def redact_log_text(text: str, own_secrets: Sequence[str] = ()) -> str:
+    """``text`` as it may be written to a log file: every secret the redactor knows replaced."""
+    return _redactor(tuple(own_secrets))(text)
+
+
+def token_literals(token: str) -> tuple[str, ...]:
+    """The exact strings a bot token can appear as: whole, URL-encoded, and its secret half (after the colon)."""
+    if not token:
+        return ()
+    found = {token, quote(token, safe=""), quote(token)}
+    _, _, secret = token.partition(":")
+    if len(secret) >= _MIN_LITERAL:
+        found.add(secret)
+    return tuple(sorted(found, key=lambda s: (-len(s), s)))  # longest first: the whole token before its half
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites every record it sees so that no secret survives formatting: the message (arguments merged),
+    the exception text and the stack text. Never drops a record."""
+
+    def __init__(self, own_secrets: Sequence[str] = (), literals: Iterable[str] = ()) -> None:
+        super().__init__()
+        self._own: tuple[str, ...] = tuple(own_secrets)
+        self._literals: tuple[str, ...] = ()
+        self.update(literals=literals)
+
+    def update(self, *, own_secrets: Sequence[str] | None = None, literals: Iterable[str] = ()) -> None:
+        """Add exact values to mask (kept) and, when given, replace the owner's secret list."""
+        if own_secrets is not None:
+            self._own = tuple(own_secrets)
+        merged = {*self._literals, *(s for s in literals if len(s) >= _MIN_LITERAL)}
+        self._literals = tuple(sorted(merged, key=lambda s: (-len(s), s)))
+
+    def clean(self, text: str) -> str:
+        for literal in self._literals:
+            if literal in text:
+                text = text.replace(literal, TOKEN_MASK)
+        return redact_log_text(text, self._own)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):  # arguments that do not fit the format: logging reports it itself
+            message = f"{record.msg!r} % {record.args!r}"
+        record.msg, record.args = self.clean(message), None
+        if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.clean(record.exc_text)
+        record.exc_info = None  # the formatter would format the traceback again, unredacted
+        if record.stack_info:
+            record.stack_info = self.clean(record.stack_info)
+        return True
+
+
+def install(flt: RedactingFilter, logger: logging.Logger | None = None) -> RedactingFilter:
+    """Put ``flt`` on every handler of ``logger`` (the root logger by default): a handler's filters see the
+    records of every logger that propagates to it, a logger's own filters do not."""
+    for handler in (logger or logging.getLogger()).handlers:
+        if flt not in handler.filters:
+            handler.addFilter(flt)
+    return flt

@@ -1,0 +1,98 @@
+"""Memory's own model spend: each handoff extraction's tokens and USD, kept as ``memory`` rows of the cost
+ledger (the ``ledger`` table of memory.db, schema 3, beside the sessions' Claude and Codex rows), and the
+daily budget that caps it (``MACUPOS_MEMORY_DAILY_BUDGET_USD``).
+
+A day is the owner's (``MACUPOS_TIMEZONE``). The budget is checked before each extraction, so extractions
+that run side by side (``MACUPOS_MEMORY_CONCURRENCY``) may pass it by the price of the ones already started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import aiosqlite
+
+from memory.render import zone
+
+__all__ = ["EXTRACT_STAGE", "MEMORY_ENGINE", "Spend", "day_start", "record_spend", "spend_of", "spent_today"]
+
+MEMORY_ENGINE = "memory"  # the ledger's engine column for memory's rows
+EXTRACT_STAGE = "extract"
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """One model call memory made (an extraction attempt), as the Claude Code CLI reported it."""
+
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None  # None when the CLI reported no price
+    duration_s: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+def spend_of(model: str, usage: Mapping[str, Any] | None, cost_usd: float | None, duration_ms: int) -> Spend:
+    """A result message's spend (the CLI's usage field names)."""
+    u = usage or {}
+    return Spend(
+        model=model,
+        input_tokens=int(u.get("input_tokens") or 0),
+        output_tokens=int(u.get("output_tokens") or 0),
+        cache_read_tokens=int(u.get("cache_read_input_tokens") or 0),
+        cache_write_tokens=int(u.get("cache_creation_input_tokens") or 0),
+        cost_usd=cost_usd,
+        duration_s=max(0, duration_ms) / 1000.0,
+    )
+
+
+def _now_iso(now: datetime | None = None) -> str:
+    # The ledger's own format (relay.ledger): UTC ISO 8601 with milliseconds, so rows sort and compare as text.
+    return (now or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="milliseconds")
+
+
+async def record_spend(
+    conn: aiosqlite.Connection, session_id: str, spend: Spend, *, now: datetime | None = None
+) -> None:
+    """Append one ``memory`` row for the extraction of ``session_id``'s handoff (inside ``db.write()``)."""
+    await conn.execute(
+        "INSERT INTO ledger(ts, engine, session_id, stage, model, input_tokens, output_tokens, "
+        "cache_read_tokens, cache_write_tokens, cost_usd, duration_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            _now_iso(now),
+            MEMORY_ENGINE,
+            session_id,
+            EXTRACT_STAGE,
+            spend.model,
+            spend.input_tokens,
+            spend.output_tokens,
+            spend.cache_read_tokens,
+            spend.cache_write_tokens,
+            spend.cost_usd,
+            spend.duration_s,
+        ),
+    )
+
+
+def day_start(timezone: str, now: datetime | None = None) -> datetime:
+    """Midnight of the owner's day that holds ``now`` (default: now), in UTC."""
+    local = (now or datetime.now(UTC)).astimezone(zone(timezone))
+    return local.replace(hour=0, minute=0, second=0, microsecond=0).astimezone(UTC)
+
+
+async def spent_today(conn: aiosqlite.Connection, timezone: str, *, now: datetime | None = None) -> float:
+    """USD memory spent since the owner's midnight (rows without a price count as nothing)."""
+    since = _now_iso(day_start(timezone, now))
+    async with conn.execute(
+        "SELECT coalesce(sum(cost_usd), 0) FROM ledger WHERE engine = ? AND ts >= ?", (MEMORY_ENGINE, since)
+    ) as cur:
+        row = await cur.fetchone()
+    return float(row[0]) if row else 0.0

@@ -1,0 +1,64 @@
+"""Codex asking on the phone, end to end: Claude (Anthropic double) hands a task to Codex through the relay
+tools, the real Codex app-server (OpenAI double) asks to run a command, and the owner's button decides."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.bot.app_harness import OWNER, Harness, button, harness
+from tests.doubles.anthropic import ToolUse
+from tests.doubles.openai import API_KEY_VAR, ExecCommand, OpenAIDouble, write_codex_config
+from tests.doubles.telegram import TelegramDouble
+
+ASKING = {"execute": {"approval_policy": "untrusted"}}
+
+
+@pytest.fixture
+async def openai_double() -> AsyncIterator[OpenAIDouble]:
+    async with OpenAIDouble() as double:
+        yield double
+
+
+async def _started(h: Harness, openai: OpenAIDouble, command: str) -> None:
+    write_codex_config(h.tmp / "codex", openai.base_url)
+    h.claude.enqueue(ToolUse("mcp__relay__codex", {"task": "make the file", "stage": "execute"}), "Codex is done.")
+    openai.enqueue(ExecCommand(command), "done")
+    await h.start(stages=ASKING)
+    h.tg.push_message(OWNER, OWNER, "have codex make the file")
+
+
+async def _card(h: Harness) -> dict[str, Any]:
+    return await h.wait_message(lambda m: "🔐" in str(m.get("text", "")))
+
+
+async def test_codex_asks_with_buttons_and_an_allowed_command_runs(
+    tmp_path: Path, telegram_double: TelegramDouble, openai_double: OpenAIDouble
+) -> None:
+    async with harness(tmp_path, telegram_double, MACUPOS_APPROVAL_TIMEOUT_S="30", **{API_KEY_VAR: "double-key"}) as h:
+        target = h.project / "codex.txt"
+        await _started(h, openai_double, f"touch {target}")
+        card = await _card(h)
+        assert "Codex (execute) asks to run" in card["text"] and f"touch {target}" in card["text"]
+        assert not target.exists()
+
+        h.tg.push_callback(OWNER, OWNER, card["message_id"], button(card, "Allow"))
+        await h.wait_text(lambda t: "Codex is done." in t)
+        assert target.exists()
+        assert "allowed" in h.tg.messages(OWNER)[card["message_id"]]["text"]
+
+
+async def test_an_unanswered_codex_request_is_denied_after_the_approval_timeout(
+    tmp_path: Path, telegram_double: TelegramDouble, openai_double: OpenAIDouble
+) -> None:
+    async with harness(tmp_path, telegram_double, MACUPOS_APPROVAL_TIMEOUT_S="1", **{API_KEY_VAR: "double-key"}) as h:
+        target = h.project / "late.txt"
+        await _started(h, openai_double, f"touch {target}")
+        card = await _card(h)
+        await h.wait_text(lambda t: "Codex is done." in t)
+        assert "no answer in time" in h.tg.messages(OWNER)[card["message_id"]]["text"]
+        assert not target.exists()
+        assert any("rejected by user" in str(body) for body in openai_double.bodies)
