@@ -37,8 +37,8 @@ from bot.settings import BotSettings
 from bot.state import BotState
 from bot.voice import Transcriber
 from bot.voice_flow import VOICE_ACTION, VoiceFlow
-from memory.api import Eywa
 from memory.errors import MemoryStoreError
+from memory.factory import Facts, open_facts, open_memory
 from memory.facts.api import FactsApi
 from memory.facts.gitsync import GitSync
 from memory.redact import Redactor
@@ -104,17 +104,18 @@ class BotApp:
         s.home.mkdir(parents=True, exist_ok=True)
         state = await BotState.open(s.db_path, redactor=Redactor(s.memory.own_secrets))
         try:
-            eywa = await Eywa.open(s.memory)
+            # The local database, or a memory service's client (which keeps the cost ledger locally).
+            eywa = await open_memory(s.memory, local_db=True)
         except BaseException:
             await state.close()  # its worker thread would keep a failed start alive
             raise
-        facts: FactsApi | None
+        facts: Facts | None
         try:
-            facts = await FactsApi.from_settings(s.memory)
+            facts = await open_facts(s.memory)
         except MemoryStoreError as exc:
             logger.warning("facts store unavailable: %s", exc)
             facts = None
-        ledger: Ledger | None = Ledger(eywa.db)
+        ledger: Ledger | None = Ledger(eywa.db) if eywa.db is not None else None
         if ledger is not None and not await ledger.available():
             ledger = None
         # The app-server starts on the first Codex call, so a bot whose sessions never use Codex never pays for it.
@@ -142,7 +143,7 @@ class BotApp:
         self.session_list = SessionList(services, self.sessions.continue_session)
         self.intake = Intake(services, self.route, route_album=self.route_album)
         await ProjectMemory(services).sync()  # memory and the hooks learn which projects are private
-        if facts is not None:
+        if isinstance(facts, FactsApi):  # a memory service keeps its facts itself
             await self._start_facts_sync(facts)
 
     async def _start_facts_sync(self, facts: FactsApi) -> None:

@@ -63,7 +63,7 @@ def main(ctx: click.Context, verbose: int) -> None:
             ctx.meta[HOME_KEY] = home_from_env(os.environ)  # where a failing hook still logs why
             return
         raise click.ClickException(f"configuration: {exc}") from exc
-    _LOG_FILTER.update(own_secrets=memory.own_secrets)
+    _LOG_FILTER.update(own_secrets=memory.own_secrets, literals=(memory.api_key,) if memory.api_key else ())
     ctx.obj = memory
 
     def relay_settings() -> RelaySettings:
@@ -104,7 +104,8 @@ def bot_command() -> None:
     # The token is in every Bot API URL: no log line or error may carry it (httpx logs each request at INFO),
     # whole, URL-encoded or its secret half; nor may the owner's own secrets.
     mask = install(_LOG_FILTER)
-    mask.update(own_secrets=settings.memory.own_secrets, literals=token_literals(settings.token))
+    service_key = (settings.memory.api_key,) if settings.memory.api_key else ()  # the memory service's
+    mask.update(own_secrets=settings.memory.own_secrets, literals=(*token_literals(settings.token), *service_key))
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         asyncio.run(run_bot(settings, relay))

@@ -1,5 +1,6 @@
-"""The chat's slash commands: memory in chat (/recall, /remember, /facts, /rules, /handoffs, /memory), /cost, /help,
-and the session commands (/new, /sessions, /project, /stop, /status, /rpa) that :mod:`bot.sessions` carries out.
+"""The chat's slash commands: memory in chat (/recall, /remember, /facts, /rules, /handoffs, /memory, /graph),
+/cost, /help, and the session commands (/new, /sessions, /project, /stop, /status, /rpa) that
+:mod:`bot.sessions` carries out.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from datetime import UTC, datetime
 
 from telegram import BotCommand
 
+from bot.memory_pages import MemoryPages
 from bot.progress import escape, format_usage
 from bot.project_memory import ProjectMemory
 from bot.services import Services
@@ -37,7 +39,8 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("facts", "The facts injected into new sessions"),
     ("rules", "The standing rules (MEMORY.md)"),
     ("handoffs", "Recent session handoffs"),
-    ("memory", "This project's memory: /memory on | off | status"),
+    ("memory", "This project's memory: /memory on | off | status | open (the memory pages)"),
+    ("graph", "The facts graph as a picture: /graph [ROOT]"),
     ("cost", "Tokens and cost so far"),
     ("rpa", "Research → Plan → Audit → execute: /rpa TASK"),
     ("help", "What this bot does"),
@@ -68,6 +71,12 @@ class Commands:
                 await s.sender.send(chat_id, "Usage: /rpa TASK", html_text=False)
                 return
             await self.sessions.submit(chat_id, user_id, args.strip(), "rpa")
+            return
+        if name == "memory" and args.strip().lower() in ("", "open"):  # the status, with the pages' button
+            await MemoryPages(s).memory(chat_id, args.strip().lower())
+            return
+        if name == "graph":
+            await MemoryPages(s).graph(chat_id, args)
             return
         if name == "sessions":  # its Continue buttons are the presser's: it needs the user
             await SessionList(s, self.sessions.continue_session).show(chat_id, user_id)

@@ -340,8 +340,10 @@ async def run_doctor(
     thorough_db: bool = True,
     timeout_s: float = 10.0,
     whisper_timeout_s: float = 120.0,
+    service: bool = True,
 ) -> list[Check]:
-    """Every check, in a fixed order; `telegram`, `whisper`, `clis`, `thorough_db` set False skip the slow parts."""
+    """Every check, in a fixed order; `telegram`, `whisper`, `clis`, `thorough_db`, `service` (the memory
+    service's network check) set False skip the slow parts."""
     jobs: list[Awaitable[Check]] = []
 
     async def now(fn: Callable[[], Check]) -> Check:
@@ -365,6 +367,10 @@ async def run_doctor(
     jobs.append(asyncio.to_thread(_database, "memory.db", settings.memory.db_path, len(MEMORY_MIGRATIONS), thorough_db))
     jobs.append(asyncio.to_thread(_database, "bot.db", settings.db_path, len(BOT_MIGRATIONS), thorough_db))
     jobs.append(now(lambda: _data_folder(settings.home)))
+    if settings.memory.remote:
+        from bot.doctor_memory import memory_service  # it imports Check from here
+
+        jobs.append(memory_service(settings.memory, network=service, timeout_s=timeout_s))
     return list(await asyncio.gather(*jobs))
 
 
@@ -387,7 +393,9 @@ def _settings_from(env: Mapping[str, str]) -> BotSettings:
 
 @click.command("doctor")
 @click.option(
-    "--quick", is_flag=True, help="No getMe, no CLI runs, no Whisper load, a quick database check (health probes)."
+    "--quick",
+    is_flag=True,
+    help="No getMe, no CLI runs, no Whisper load, no memory-service call, a quick database check (health probes).",
 )
 @click.option(
     "--timeout",
@@ -395,10 +403,11 @@ def _settings_from(env: Mapping[str, str]) -> BotSettings:
     type=click.FloatRange(min=0, min_open=True, max=600),
     default=10.0,
     show_default=True,
-    help="Seconds for getMe.",
+    help="Seconds for getMe and the memory service.",
 )
 def doctor_command(quick: bool, timeout_s: float) -> None:
-    """Check the token, allowlist, Claude and Codex CLIs and logins, Whisper, databases, data folder, relay settings."""
+    """Check the token, allowlist, Claude and Codex CLIs and logins, Whisper, databases, data folder, the memory
+    service (when MACUPOS_MEMORY_URL is set), relay settings."""
     try:
         settings = _settings_from(os.environ)
     except ConfigError as exc:
@@ -406,7 +415,13 @@ def doctor_command(quick: bool, timeout_s: float) -> None:
         sys.exit(1)
     checks = asyncio.run(
         run_doctor(
-            settings, telegram=not quick, whisper=not quick, clis=not quick, thorough_db=not quick, timeout_s=timeout_s
+            settings,
+            telegram=not quick,
+            whisper=not quick,
+            clis=not quick,
+            thorough_db=not quick,
+            service=not quick,
+            timeout_s=timeout_s,
         )
     )
     checks.append(_relay_settings(settings))

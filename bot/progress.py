@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, WebAppInfo
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, TimedOut
 
@@ -181,6 +181,21 @@ class Sender:
             lambda: self.bot.send_document(
                 chat_id, io.BytesIO(data), filename=filename, caption=escape(caption[:1000]) or None, parse_mode="HTML"
             ),
+        )
+
+    async def photo(self, chat_id: int, data: bytes, caption: str = "") -> Message:
+        return await self._call(
+            chat_id,
+            lambda: self.bot.send_photo(
+                chat_id, io.BytesIO(data), caption=escape(caption[:1000]) or None, parse_mode="HTML"
+            ),
+        )
+
+    async def send_web_app(self, chat_id: int, text: str, label: str, url: str) -> Message:
+        """An HTML message with one button that opens ``url`` as a Telegram Mini App (private chats only)."""
+        markup = InlineKeyboardMarkup([[InlineKeyboardButton(label, web_app=WebAppInfo(url))]])
+        return await self._call(
+            chat_id, lambda: self.bot.send_message(chat_id, text, parse_mode=ParseMode.HTML, reply_markup=markup)
         )
 
     async def answer_callback(self, query_id: str, text: str = "", *, alert: bool = False) -> None:

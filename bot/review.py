@@ -7,12 +7,7 @@ and ``source: correction``, so retrieval and the mirror both see it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import tempfile
-from dataclasses import replace
-from datetime import UTC, datetime
-from pathlib import Path
 
 from telegram.error import TelegramError
 
@@ -20,8 +15,9 @@ from bot.progress import escape
 from bot.records import Callback
 from bot.services import Services
 from bot.telegram_split import split_message
-from memory.errors import HandoffFormatError, MemoryStoreError
-from memory.handoff_format import from_markdown, to_markdown
+from memory import review as memory_review
+from memory.errors import HandoffFormatError, MemoryStoreError, SessionNotFoundError
+from memory.handoff_format import from_markdown
 from memory.models import Handoff
 
 __all__ = ["REVIEW_ACTION", "Reviews", "handoff_card"]
@@ -94,6 +90,10 @@ class Reviews:
         if review.state == "forgotten":
             return "Already forgotten."
         if op == "keep":
+            try:  # memory's own flag too: the web pages' review queue no longer shows it
+                await memory_review.keep(s.eywa, session_id)
+            except MemoryStoreError as exc:
+                logger.info("keep %s: %s", session_id, exc)
             await s.state.set_review(session_id, "kept", review.correction)
             await self._mark(chat_id, message_id, "👍 Kept.")
             return "Kept."
@@ -163,25 +163,15 @@ class Reviews:
             logger.debug("could not mark the review: %s", exc)
 
     async def correct(self, chat_id: int, session_id: str, text: str) -> str:
-        """Store a correction with the handoff; returns the reply for the chat."""
+        """Store a correction with the handoff (memory.review: the web pages' Correct does the same); returns
+        the reply for the chat."""
         s = self.services
-        markdown = await self._markdown(session_id)
-        if markdown is None:
-            return "That handoff is no longer in memory."
         try:
-            handoff = from_markdown(markdown)
-        except HandoffFormatError as exc:
-            return f"The stored handoff is unreadable: {exc}"
-        stamp = datetime.now(UTC).strftime("%Y-%m-%d")
-        note = f"Correction from the owner ({stamp}): {' '.join(text.split())}"
-        corrected = replace(handoff, insights=[*handoff.insights, note], source="correction")
-        s.tmp_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=s.tmp_dir) as folder:
-            path = Path(folder) / "correction.md"
-            await asyncio.to_thread(path.write_text, to_markdown(corrected), encoding="utf-8")
-            report = await s.eywa.import_dir(Path(folder))
-        if report.imported != 1:
-            return f"The correction could not be stored: {report.rejected[0][1] if report.rejected else 'unknown'}"
+            note = await memory_review.correct(s.eywa, session_id, text, scratch=s.tmp_dir)
+        except SessionNotFoundError:
+            return "That handoff is no longer in memory."
+        except memory_review.ReviewError as exc:
+            return f"The correction could not be stored: {exc.reason}"
         await s.state.set_review(session_id, "corrected", note)
         await s.state.set_pending_correction(chat_id, "")
         return "✏️ Correction stored with the handoff; future sessions will see it."

@@ -16,9 +16,8 @@ from bot.progress import DOCUMENT_THRESHOLD, Sender
 from bot.settings import BotSettings, Project
 from bot.state import BotState
 from bot.voice import Transcriber
-from memory.api import Eywa
 from memory.errors import MemoryStoreError, StorageError
-from memory.facts.api import FactsApi
+from memory.factory import Facts, Memory
 from relay.codex import CodexEngine
 from relay.ledger import Ledger
 from relay.settings import RelaySettings
@@ -46,8 +45,8 @@ class Services:
     settings: BotSettings
     relay: RelaySettings
     state: BotState
-    eywa: Eywa
-    facts: FactsApi | None
+    eywa: Memory
+    facts: Facts | None
     ledger: Ledger | None
     codex: CodexEngine | None
     sender: Sender
@@ -90,7 +89,8 @@ class Services:
 
     def storage_fault(self) -> StorageError | None:
         """The last storage fault memory met (damaged pages, a full disk…), or None."""
-        return self.eywa.db.last_fault or self.facts_fault
+        db = self.eywa.db  # None for a memory service's client without a local database
+        return (db.last_fault if db is not None else None) or self.facts_fault
 
     async def tell_storage_fault(self, chat_id: int) -> None:
         """Say a storage fault in the chat once (per kind), after the run it touched; runs go on without memory."""

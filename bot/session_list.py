@@ -22,8 +22,8 @@ from bot.progress import escape
 from bot.records import Callback
 from bot.services import Services
 from bot.telegram_format import brief
-from memory.api import Eywa
 from memory.errors import MemoryStoreError
+from memory.factory import Memory
 from memory.store import HandoffRow
 
 __all__ = ["MAX_LISTED", "SESSIONS_ACTION", "RecentSession", "SessionList", "age", "handoff_of", "stand_in_line"]
@@ -56,7 +56,7 @@ def age(seconds: float) -> str:
     return f"{int(s // 86400)} d ago"
 
 
-async def handoff_of(eywa: Eywa, session_id: str) -> HandoffRow | None:
+async def handoff_of(eywa: Memory, session_id: str) -> HandoffRow | None:
     """The session's handoff in memory, or None (never kept, forgotten, or memory unavailable)."""
     try:
         view = await eywa.show(session_id)

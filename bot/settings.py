@@ -52,6 +52,7 @@ BOT_ENV_VARS: tuple[str, ...] = (
     "MACUPOS_WHISPER_BACKEND",
     "MACUPOS_VOICE_CONFIRM",
     "MACUPOS_WEBHOOK_URL",
+    "MACUPOS_PUBLIC_URL",
     "MACUPOS_APPROVAL_TIMEOUT_S",
     "MACUPOS_RPA_TRIGGER",
     "MACUPOS_ENV_FILE",
@@ -90,6 +91,7 @@ class BotSettings:
     whisper_backend: WhisperBackend = "faster-whisper"
     voice_confirm: bool = False
     webhook_url: str | None = None
+    public_url: str = ""  # where `macupos serve --local` is reached over HTTPS: /memory opens it as a Mini App
     approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
     rpa_trigger: str = DEFAULT_RPA_TRIGGER
     env: Mapping[str, str] = field(default_factory=dict, repr=False)  # holds secrets too
@@ -183,6 +185,7 @@ class BotSettings:
             whisper_backend=cast(WhisperBackend, backend),
             voice_confirm=_flag("MACUPOS_VOICE_CONFIRM", merged.get("MACUPOS_VOICE_CONFIRM", "")),
             webhook_url=_webhook(merged.get("MACUPOS_WEBHOOK_URL", "")),
+            public_url=_public_url(merged.get("MACUPOS_PUBLIC_URL", "")),
             approval_timeout_s=_seconds(
                 "MACUPOS_APPROVAL_TIMEOUT_S", merged.get("MACUPOS_APPROVAL_TIMEOUT_S", ""), DEFAULT_APPROVAL_TIMEOUT_S
             ),
@@ -317,6 +320,15 @@ def _webhook(raw: str) -> str | None:
     if not parts.hostname or parts.path in ("", "/"):
         # The path is where the bot listens behind the proxy: without one it would guess it from the host.
         raise ConfigError("MACUPOS_WEBHOOK_URL", f"{url!r} needs a host and a path, e.g. https://bot.example.org/tg")
+    return url
+
+
+def _public_url(raw: str) -> str:
+    url = raw.strip().rstrip("/")
+    if url and (not url.startswith("https://") or not urlsplit(url).hostname):
+        raise ConfigError(
+            "MACUPOS_PUBLIC_URL", f"{url!r} must be an https:// URL (Telegram opens Mini Apps only over TLS)"
+        )
     return url
 
 

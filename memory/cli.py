@@ -12,6 +12,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import click
 
+from memory.cli_remote import say_outbox, sync_cmd
 from memory.clitypes import DAYS, ISO_INSTANT, folder_argument, parse_instant, run_command, settings_of
 from memory.jsonl import without_lone_surrogates
 from memory.render import zone
@@ -24,18 +25,19 @@ R = TypeVar("R")
 
 
 def _with_eywa(fn: Callable[..., Awaitable[R]]) -> Callable[..., R]:
-    """Open Eywa for one command, close it afterwards, and turn memory errors into clear CLI errors."""
+    """Open the memory (local, or the service's: memory.factory) for one command, close it afterwards, and
+    turn memory errors into clear CLI errors."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> R:
-        from memory.api import Eywa
+        from memory.factory import open_memory
 
         settings = settings_of(click.get_current_context())
 
         async def main() -> R:
             from memory.llm_extract import finish_background
 
-            eywa = await Eywa.open(settings)
+            eywa = await open_memory(settings)
             try:
                 return await fn(eywa, *args, **kwargs)
             finally:
@@ -51,7 +53,8 @@ def _with_eywa(fn: Callable[..., Awaitable[R]]) -> Callable[..., R]:
 def memory_group() -> None:
     """Eywa, the memory core: transcripts → markdown → handoffs → index → retrieval.
 
-    Data lives in $MACUPOS_HOME (default ~/.macupos): memory.db and the readable handoffs/ tree.
+    Data lives in $MACUPOS_HOME (default ~/.macupos): memory.db and the readable handoffs/ tree; with
+    MACUPOS_MEMORY_URL and MACUPOS_API_KEY, in that memory service (`macupos serve`) instead.
     """
 
 
@@ -136,6 +139,7 @@ async def ingest_cmd(
             click.echo(f"  unreadable: {path}: {reason}", err=True)
         for sid, kept, other in report.clashes:
             click.echo(f"  session {sid} is in two files; kept {kept}, not {other}", err=True)
+    say_outbox(eywa)
     if (report.missing or report.unreadable) and not report.files_seen:
         raise click.ClickException("nothing could be read")
 
@@ -401,6 +405,9 @@ memory_group.add_command(facts_group)
 from memory.cli_recover import recover_cmd  # noqa: E402
 
 memory_group.add_command(recover_cmd)
+
+# The memory service's outbox: `sync`.
+memory_group.add_command(sync_cmd)
 
 # Claude Code integration: `hooks install|uninstall`, `hook` (what the hooks call) and `mcp`.
 from memory.cli_claude import hook_cmd, hooks_group, mcp_cmd  # noqa: E402

@@ -85,7 +85,7 @@ def hook_cmd(ctx: click.Context, event: str) -> None:
     if not isinstance(payload, dict):
         payload = {}
     if event == "session-start":
-        out = asyncio.run(run_session_start(settings, payload))
+        out = asyncio.run(run_session_start(settings, payload, detach_command=self_command()))
         if out:
             click.echo(out)
     else:
@@ -95,7 +95,10 @@ def hook_cmd(ctx: click.Context, event: str) -> None:
 @click.command("mcp")
 @click.pass_context
 def mcp_cmd(ctx: click.Context) -> None:
-    """Serve the memory over MCP on stdio (tools eywa_get, eywa_search, eywa_show, eywa_extract)."""
+    """Serve the memory over MCP on stdio (tools eywa_get, eywa_search, eywa_show, eywa_extract, memory).
+
+    With MACUPOS_MEMORY_URL set, the tools answer from that memory service (a transcript_path given to
+    eywa_extract is redacted here and uploaded)."""
     from memory.mcp_server import serve_stdio
 
     run_command(serve_stdio(settings_of(ctx)))

@@ -27,6 +27,11 @@ def recover_cmd(ctx: click.Context, paths: tuple[Path, ...], force: bool) -> Non
     from memory.recover import recover
 
     settings = settings_of(ctx)
+    if settings.remote:  # nothing local to rebuild: the service keeps its own files
+        raise click.ClickException(
+            "memory recover works on the local memory database, not on the memory service "
+            f"({settings.memory_url}): recover on the server, or unset MACUPOS_MEMORY_URL"
+        )
     report = run_command(recover(settings, list(paths), force=force))
     if report.moved_to is not None:
         why = report.problem or "rebuilt on request (--force)"

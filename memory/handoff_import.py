@@ -168,9 +168,15 @@ def _store_steps(item: _Ready) -> Steps[object]:
     """One handoff's row and postings; returns (its previous date or None, whether it needs its text
     indexed), or _FORGOTTEN."""
     h = item.handoff
-    if (yield Op.row("SELECT 1 FROM forgotten WHERE session_id = ?", (h.session_id,))) is not None:
+    # Whether it was forgotten, its stored date, whether a transcript holds it: one statement, not three.
+    forgotten, old_date, has_transcript = yield Op.row(
+        "SELECT EXISTS(SELECT 1 FROM forgotten WHERE session_id = ?1),"
+        " (SELECT date FROM handoffs WHERE session_id = ?1),"
+        " EXISTS(SELECT 1 FROM sessions WHERE session_id = ?1)",
+        (h.session_id,),
+    )
+    if forgotten:
         return _FORGOTTEN
-    old = yield Op.row("SELECT date FROM handoffs WHERE session_id = ?", (h.session_id,))
     ts = yield from store.put_handoff_steps(h, markdown=item.markdown, review="kept")
     yield from index.index_handoff_steps(
         session_id=h.session_id,
@@ -182,8 +188,7 @@ def _store_steps(item: _Ready) -> Steps[object]:
         duration_min=h.duration_min,
     )
     # A handoff-only session: its own text is all there is to recall its details by.
-    has_transcript = (yield Op.row("SELECT 1 FROM sessions WHERE session_id = ?", (h.session_id,))) is not None
-    return (None if old is None else str(old[0])), not has_transcript
+    return (None if old_date is None else str(old_date)), not has_transcript
 
 
 def _adopt(
@@ -327,6 +332,9 @@ async def import_tree(
                 report.imported += n
                 batch.rejected.extend(forgotten)
             report.rejected.extend((path, why) for _, path, why in sorted(batch.rejected))
+        if pool is not None:  # idle by now: let it exit, so no process outlives the import
+            await asyncio.to_thread(pool.shutdown, wait=True)
+            pool = None
     finally:
         for _, pending in ahead:
             pending.cancel()

@@ -53,6 +53,8 @@ _MATCHERS: dict[str, str] = {"SessionStart": "startup|clear", "SessionEnd": ""}
 # Seconds Claude Code waits for the command: the grounding budget plus interpreter start-up.
 _TIMEOUTS: dict[str, int] = {"SessionStart": 15, "SessionEnd": 10}
 _STARTUP_S = 3.0  # what the interpreter and imports may take before the budget starts counting
+# A memory service that does not answer /healthz within this is unreachable: the hook fails open.
+_PROBE_S = 1.0
 _LOG_NAME = "hooks.log"
 
 
@@ -271,6 +273,24 @@ def _payload_str(payload: Mapping[str, Any], key: str) -> str:
     return value if isinstance(value, str) else ""
 
 
+async def _remote_grounding(settings: MemorySettings, project: str, detach_command: Sequence[str]) -> str:
+    """The memory service's grounding. An unreachable service costs at most ``_PROBE_S`` (fail open); a
+    reachable one also gets the outbox flushed, by a detached `memory sync` (memory.outbox)."""
+    from memory.remote import RemoteEywa
+    from memory.remote_http import Timeouts
+
+    budget_s = min(settings.hook_budget_s, _TIMEOUTS["SessionStart"] - _STARTUP_S)
+    eywa = await RemoteEywa.open(settings, timeouts=Timeouts(connect=_PROBE_S, read=budget_s, upload=budget_s))
+    try:
+        await eywa.client.healthz(_PROBE_S)
+        if detach_command and eywa.outbox.entries():
+            _detach(settings, [*detach_command, "memory", "sync"], "session-start")
+        grounding = await eywa.get("", project=project or None)
+    finally:
+        await eywa.close()
+    return grounding.text if grounding.results else ""
+
+
 async def _grounding(settings: MemorySettings, project: str) -> str:
     # Imported here: install/uninstall and SessionEnd never need the heavy retrieval/ingest stack.
     from memory.api import Eywa
@@ -284,8 +304,12 @@ async def _grounding(settings: MemorySettings, project: str) -> str:
     return grounding.text if grounding.results else ""
 
 
-async def run_session_start(settings: MemorySettings, payload: Mapping[str, Any]) -> str:
-    """The SessionStart hook's stdout: grounding as ``additionalContext``, or "" on any failure (fail open)."""
+async def run_session_start(
+    settings: MemorySettings, payload: Mapping[str, Any], *, detach_command: Sequence[str] = ()
+) -> str:
+    """The SessionStart hook's stdout: grounding as ``additionalContext``, or "" on any failure (fail open).
+
+    With a memory service, ``detach_command`` (how to call this program) starts the outbox's flush."""
     started = time.monotonic()
     cwd = _payload_str(payload, "cwd")
     project = project_for(Path(cwd)) if cwd else ""
@@ -293,7 +317,7 @@ async def run_session_start(settings: MemorySettings, payload: Mapping[str, Any]
         _log(settings, f"session-start: {project!r} is a private project; no grounding")
         return ""
     try:
-        if settings.db_path.stat().st_size == 0:
+        if not settings.remote and settings.db_path.stat().st_size == 0:
             return ""  # an empty file is no database either: a start-up hook never creates a schema
     except OSError:
         return ""  # nothing remembered yet; do not create a database from a start-up hook
@@ -303,7 +327,8 @@ async def run_session_start(settings: MemorySettings, payload: Mapping[str, Any]
     budget_ms = max(1, int(budget_s * 1000))
     quick = replace(settings, busy_timeout_ms=min(settings.busy_timeout_ms, budget_ms))
     try:
-        text = await asyncio.wait_for(_grounding(quick, project), timeout=budget_s)
+        work = _remote_grounding(quick, project, detach_command) if settings.remote else _grounding(quick, project)
+        text = await asyncio.wait_for(work, timeout=budget_s)
     except TimeoutError:
         _log(settings, f"session-start: gave up after {budget_s:.1f}s (project {project!r})")
         return ""
@@ -343,13 +368,19 @@ def run_session_end(settings: MemorySettings, payload: Mapping[str, Any], *, det
     argv = [*detach_command, "memory", "ingest", str(path)]
     if subagents.is_dir():
         argv.append(str(subagents))
+    # With a memory service the ingest redacts the transcript here, queues it in the outbox and sends it.
+    _detach(settings, argv, "session-end")
+
+
+def _detach(settings: MemorySettings, argv: Sequence[str], event: str) -> None:
+    """Start ``argv`` in a session of its own (it outlives Claude's exit), its output in hooks.log."""
     try:
         logs = settings.home / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         with (logs / _LOG_NAME).open("ab") as log:
             # A new session detaches the ingest from Claude's process group: it outlives Claude's exit.
             child = subprocess.Popen(
-                argv,
+                list(argv),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
@@ -357,6 +388,6 @@ def run_session_end(settings: MemorySettings, payload: Mapping[str, Any], *, det
                 close_fds=True,
             )
     except OSError as exc:
-        _log(settings, f"session-end: cannot start {shlex.join(argv)}: {exc}")
+        _log(settings, f"{event}: cannot start {shlex.join(argv)}: {exc}")
         return
-    _log(settings, f"session-end: started pid {child.pid}: {shlex.join(argv)}")
+    _log(settings, f"{event}: started pid {child.pid}: {shlex.join(argv)}")

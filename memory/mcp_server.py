@@ -7,6 +7,7 @@ instead of a server that dies before the client can ask why.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import secrets
@@ -23,9 +24,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from memory import store
 from memory.api import Eywa
-from memory.errors import MemoryStoreError, StorageError
-from memory.facts.api import FactsApi
+from memory.errors import MemoryStoreError, SessionNotFoundError, StorageError
+from memory.factory import Facts, Memory, open_facts, open_memory
 from memory.grounding import recalled_block
+from memory.remote_rows import handoff_row
 from memory.retrieval import ContentHit
 from memory.settings import MemorySettings
 
@@ -48,9 +50,9 @@ _SEARCH_HEADER = (
 
 @dataclass(slots=True)
 class _State:
-    eywa: Eywa | None
+    eywa: Memory | None
     error: str = ""
-    facts: FactsApi | None = None
+    facts: Facts | None = None
     facts_error: str = ""
     local_files: bool = True  # eywa_extract may read a transcript file named by path (not over the network)
     writable: bool = True  # eywa_extract and the memory tool may change the memory
@@ -75,7 +77,7 @@ def _writable(state: _State) -> _State:
     return state
 
 
-def _eywa(ctx: Context[_State, Any]) -> Eywa:
+def _eywa(ctx: Context[_State, Any]) -> Memory:
     state = _state(ctx)
     if state.eywa is None:
         raise ToolError(f"the memory database is unavailable: {state.error}")
@@ -115,11 +117,26 @@ def _truncate(text: str, limit: int) -> str:
     return f"{text[:head]}\n\n[… {dropped} characters truncated …]\n\n{text[-tail:]}"
 
 
-async def _hit_text(eywa: Eywa, hit: ContentHit, headlines: dict[str, str]) -> str:
+async def _headline(eywa: Memory, session_id: str) -> str:
+    if isinstance(eywa, Eywa):  # one indexed read
+        row = await store.get_handoff(eywa.db.conn, session_id)
+        return row.headline if row else ""
+    from memory.remote import RemoteEywa  # a memory service: its handoff file
+
+    if isinstance(eywa, RemoteEywa):
+        markdown = await eywa.handoff_markdown(session_id)
+        return (await asyncio.to_thread(handoff_row, markdown)).headline if markdown else ""
+    try:
+        view = await eywa.show(session_id)
+    except SessionNotFoundError:
+        return ""
+    return view.handoff.headline if view.handoff else ""
+
+
+async def _hit_text(eywa: Memory, hit: ContentHit, headlines: dict[str, str]) -> str:
     async def headline(session_id: str) -> str:
         if session_id not in headlines:
-            row = await store.get_handoff(eywa.db.conn, session_id)
-            headlines[session_id] = row.headline if row else ""
+            headlines[session_id] = await _headline(eywa, session_id)
         return headlines[session_id]
 
     lines = [f"## {hit.session_id}" + (f" (subagent of {hit.parent_id})" if hit.parent_id else "")]
@@ -145,12 +162,12 @@ def build_server(settings: MemorySettings | None) -> MCPServer[_State]:
             yield state
             return
         try:
-            state.eywa = await Eywa.open(settings)
+            state.eywa = await open_memory(settings)  # the local database, or the memory service's client
         except (MemoryStoreError, sqlite3.Error, OSError) as exc:
             logger.error("memory database unavailable: %s", exc)
             state.error = str(exc)
         try:
-            state.facts = await FactsApi.from_settings(settings)
+            state.facts = await open_facts(settings)
         except (MemoryStoreError, sqlite3.Error, OSError) as exc:
             logger.error("structured facts unavailable: %s", exc)
             state.facts_error = str(exc)

@@ -254,6 +254,12 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
         "detect-secrets TelegramBotTokenDetector",
         after="bot",
     ),
+    _fmt(
+        "macupos-api-key",
+        r"mpk_[0-9a-f]{12}_[A-Za-z0-9_-]{43}",
+        ["mpk_"],
+        "ours: the memory service's own API keys (macupos serve keys create)",
+    ),
     _fmt("sendgrid-key", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", ["SG."], "detect-secrets SendGridDetector"),
     _fmt(
         "brevo-key",

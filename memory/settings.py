@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from memory.errors import SettingsError
 from memory.render import zone
@@ -45,6 +46,20 @@ class MemorySettings:
     # Folders whose sessions memory leaves alone (memory.privacy; the bot adds its own list in a file).
     private_projects: tuple[Path, ...] = ()
     memory_daily_budget_usd: float | None = None  # handoff extraction's spend cap a day (memory.spend)
+    # The memory service (`macupos serve`) this client uses instead of the local database (memory.remote);
+    # "" keeps memory local. The key is a secret: never in a repr, a log line or an error.
+    memory_url: str = ""
+    api_key: str = field(default="", repr=False)
+
+    @property
+    def remote(self) -> bool:
+        """Whether memory lives in a service (``memory_url``) rather than in the local database."""
+        return bool(self.memory_url)
+
+    @property
+    def outbox_dir(self) -> Path:
+        """Redacted transcripts waiting for the service (memory.outbox)."""
+        return self.home / "outbox"
 
     @property
     def db_path(self) -> Path:
@@ -132,6 +147,7 @@ class MemorySettings:
                 raise SettingsError(
                     "MACUPOS_MEMORY_DAILY_BUDGET_USD (or [memory] daily_budget_usd)", budget_raw, "must not be negative"
                 )
+        memory_url, api_key = _service(pick("MACUPOS_MEMORY_URL", "url", ""), pick("MACUPOS_API_KEY", "api_key", ""))
         return cls(
             home=home,
             claude_config_dir=_expand(env.get("CLAUDE_CONFIG_DIR") or user_home / ".claude"),
@@ -152,7 +168,39 @@ class MemorySettings:
             claude_env={k: v for k, v in env.items() if k.startswith(("ANTHROPIC_", "CLAUDE_"))},
             private_projects=private,
             memory_daily_budget_usd=budget,
+            memory_url=memory_url,
+            api_key=api_key,
         )
+
+
+_URL_SETTING = "MACUPOS_MEMORY_URL (or [memory] url)"
+_KEY_SETTING = "MACUPOS_API_KEY (or [memory] api_key)"
+
+
+def _service(raw_url: Any, raw_key: Any) -> tuple[str, str]:
+    """The service's base URL (no trailing slash) and key; both "" for local memory. The key is never quoted
+    in an error."""
+    if not isinstance(raw_url, str):
+        raise SettingsError(_URL_SETTING, raw_url, "not a URL")
+    if not isinstance(raw_key, str):
+        raise SettingsError(_KEY_SETTING, None, "not a string")
+    url, key = raw_url.strip(), raw_key.strip()
+    if not url:
+        return "", ""
+    parts = urlsplit(url)
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise SettingsError(_URL_SETTING, url, "not an http:// or https:// URL with a host")
+    if parts.username or parts.password:  # a credential in the URL would end up in logs and errors
+        raise SettingsError(_URL_SETTING, None, "must not hold a user or password: put the key in MACUPOS_API_KEY")
+    if parts.query or parts.fragment:
+        raise SettingsError(_URL_SETTING, url, "must not have a query or fragment")
+    if not key:
+        raise SettingsError(
+            _KEY_SETTING, None, "is required when MACUPOS_MEMORY_URL is set (macupos serve keys create)"
+        )
+    if any(c.isspace() or ord(c) < 32 or ord(c) > 126 for c in key):
+        raise SettingsError(_KEY_SETTING, None, "holds spaces or characters a key never has")
+    return url.rstrip("/"), key
 
 
 def _folders(name: str, raw: Any, user_home: Path) -> tuple[Path, ...]:

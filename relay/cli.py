@@ -68,10 +68,10 @@ async def _wire_codex(session: ClaudeSession, settings: RelaySettings, project: 
 
 async def _facts_lines(settings: RelaySettings) -> list[str]:
     """The owner's facts tier (≤ 12 lines) for grounding; none, with a warning, when the store can't open."""
-    from memory.facts.api import FactsApi
+    from memory.factory import open_facts
 
     try:
-        facts = await FactsApi.from_settings(settings.memory)
+        facts = await open_facts(settings.memory)
         try:
             return await facts.tiered_injection()
         finally:
@@ -84,12 +84,13 @@ async def _facts_lines(settings: RelaySettings) -> list[str]:
 async def _ask(
     settings: RelaySettings, instruction: str, project: Path, resume: str | None, codex: bool, started: list[Any]
 ) -> SessionResult:
-    from memory.api import Eywa
+    from memory.factory import open_memory
     from relay.ledger import Ledger
     from relay.session import ClaudeSession
 
-    async with await Eywa.open(settings.memory) as eywa:
-        ledger: Ledger | None = Ledger(eywa.db)
+    # With a memory service, the local database still keeps the cost ledger.
+    async with await open_memory(settings.memory, local_db=True) as eywa:
+        ledger: Ledger | None = Ledger(eywa.db) if eywa.db is not None else None
         if ledger is not None and not await ledger.available():
             logger.info("the memory database has no ledger table yet: costs are not recorded")
             ledger = None
@@ -178,7 +179,7 @@ async def _run(
     executor: str,
     progress: Callable[[str], None],
 ) -> Any:
-    from memory.api import Eywa
+    from memory.factory import open_memory
     from relay.codex import CodexEngine
     from relay.events import RelayEvent, StageEnd
     from relay.ledger import Ledger
@@ -188,8 +189,8 @@ async def _run(
         if isinstance(event, StageEnd):
             progress(_stage_line(event))
 
-    async with await Eywa.open(settings.memory) as eywa:
-        ledger: Ledger | None = Ledger(eywa.db)
+    async with await open_memory(settings.memory, local_db=True) as eywa:
+        ledger: Ledger | None = Ledger(eywa.db) if eywa.db is not None else None
         if ledger is not None and not await ledger.available():
             ledger = None
         engine = await CodexEngine.start(env=settings.env)

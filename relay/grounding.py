@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-from memory.api import Eywa
 from memory.errors import MemoryStoreError
+from memory.factory import Memory
 from memory.fsutil import write_atomic
 from memory.grounding import handoff_blocks, quote_recalled, recalled_block, strip_frontmatter
 from memory.privacy import load_privacy
@@ -42,7 +42,7 @@ def ensure_rules_file(path: Path) -> Path:
 
 
 async def _handoff_blocks(
-    eywa: Eywa, instruction: str, project: str | None, nonce: str, *, exclude: str = "", folder: Path | None = None
+    eywa: Memory, instruction: str, project: str | None, nonce: str, *, exclude: str = "", folder: Path | None = None
 ) -> list[str]:
     if load_privacy(eywa.settings).covers(folder):
         logger.info("project %s is private: grounding without recalled handoffs", project)
@@ -62,7 +62,7 @@ async def build_grounding(
     *,
     rules_path: Path,
     facts_lines: Sequence[str],
-    eywa: Eywa,
+    eywa: Memory,
     instruction: str,
     project: str | None,
     continued: tuple[str, str] | None = None,

@@ -19,11 +19,11 @@ from typing import Any
 
 from claude_agent_sdk import McpSdkServerConfig, SdkMcpTool, create_sdk_mcp_server, tool
 
-from relay.approvals import ApprovalHandler
+from relay.approvals import ApprovalDecision, ApprovalHandler, ApprovalRequest
 from relay.codex import CodexEngine, CodexTurn, find_rollout
 from relay.codex_approvals import CodexGrants
 from relay.errors import LoginError, RelayError
-from relay.events import LoginRefused, RelayEvent, StageEnd, StageStart, Usage
+from relay.events import LoginRefused, PermissionRequest, RelayEvent, StageEnd, StageStart, Usage
 from relay.stages import StageConfig
 
 __all__ = ["SERVER_NAME", "TOOL_NAMES", "RelayTools", "ToolReply", "build_relay_server", "footer"]
@@ -74,7 +74,7 @@ class RelayTools:
         self.run_id = run_id
         # What Codex asks the owner under a stage's approval policy; "allow for this session" lasts as long
         # as these tools, i.e. the Claude session they serve.
-        self.approve = CodexGrants(approve)
+        self.approve = CodexGrants(self._announced(approve) if approve is not None else None)
 
     async def codex(self, task: str, stage: str, context: str = "") -> ToolReply:
         if not task.strip():
@@ -146,6 +146,16 @@ class RelayTools:
             await self.on_turn(turn)
         answer = turn.answer or "(Codex gave no final message)"
         return ToolReply(f"{answer}\n\n{footer(turn)}", is_error=turn.status != "completed")
+
+    def _announced(self, approve: ApprovalHandler) -> ApprovalHandler:
+        """``approve``, saying first that the owner is asked (the caller's progress shows it is waiting)."""
+
+        async def ask(request: ApprovalRequest) -> ApprovalDecision:
+            shown = f"codex {request.tool_name}"
+            await self._emit(PermissionRequest(request.session_id, shown, dict(request.input), request.request_id))
+            return await approve(request)
+
+        return ask
 
     async def _emit(self, event: RelayEvent) -> None:
         if self.on_event is not None:

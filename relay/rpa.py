@@ -22,8 +22,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from memory.api import Eywa
 from memory.errors import MemoryStoreError
+from memory.factory import Memory
 from relay.approvals import ApprovalHandler
 from relay.artifacts import ArtifactHeader, artifact_name, new_run_id, store_artifact
 from relay.codex import CodexEngine, CodexTurn, find_rollout
@@ -84,7 +84,7 @@ class _Run:
         *,
         settings: RelaySettings,
         project_dir: Path,
-        eywa: Eywa,
+        eywa: Memory,
         codex: CodexEngine,
         configs: Mapping[str, StageConfig],
         on_event: EventSink | None,
@@ -330,7 +330,7 @@ async def run_rpa(
     *,
     settings: RelaySettings,
     project_dir: Path,
-    eywa: Eywa,
+    eywa: Memory,
     codex: CodexEngine,
     stages: Sequence[str] = RPA_STAGES,
     max_rounds: int = 3,

@@ -20,7 +20,7 @@ from typing import Any
 import claude_agent_sdk as sdk
 from claude_agent_sdk import ClaudeSDKClient
 
-from memory.api import Eywa
+from memory.factory import Memory
 from relay.approvals import ApprovalHandler
 from relay.claude_options import TAG_ENV, claude_options
 from relay.claude_permission import PermissionGate
@@ -70,7 +70,7 @@ class ClaudeSession:
         settings: RelaySettings,
         *,
         project_dir: Path,
-        eywa: Eywa,
+        eywa: Memory,
         facts_lines: Sequence[str],
         resume: str | None,
         mcp_servers: Mapping[str, Any],
@@ -119,7 +119,7 @@ class ClaudeSession:
         settings: RelaySettings,
         *,
         project_dir: Path,
-        eywa: Eywa,
+        eywa: Memory,
         facts_lines: Sequence[str] = (),
         resume: str | None = None,
         mcp_servers: Mapping[str, Any] | None = None,

@@ -9,8 +9,8 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
-from memory.api import Eywa
 from memory.errors import MemoryStoreError
+from memory.factory import Memory
 from memory.privacy import load_privacy
 from relay.events import HandoffReady
 
@@ -31,7 +31,7 @@ def session_files(claude_config_dir: Path, session_ids: Iterable[str], rollouts:
 
 
 async def ingest_session(
-    eywa: Eywa, paths: list[Path], session_id: str, *, project_dir: Path | None = None
+    eywa: Memory, paths: list[Path], session_id: str, *, project_dir: Path | None = None
 ) -> HandoffReady | None:
     """Ingest ``paths``; the session's handoff when there is one. A memory error is logged, never raised:
     the run itself is over and done. Nothing of a session in a private project's ``project_dir`` is ingested

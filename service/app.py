@@ -14,7 +14,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from memory.settings import MemorySettings
 from service.calls import Service, error_response
@@ -27,7 +27,14 @@ from service.metrics import Metrics
 from service.observe import ObserveMiddleware
 from service.open_routes import healthz_route, metrics_route, openapi_route, register_route
 from service.ratelimit import RateLimiter
-from service.routes_read import get_route, handoffs_route, search_route, session_route, stats_route
+from service.routes_read import (
+    facts_tier_route,
+    get_route,
+    handoffs_route,
+    search_route,
+    session_route,
+    stats_route,
+)
 from service.routes_write import forget_route, handoff_upload_route, script_route, transcript_upload_route
 from service.settings import ServiceSettings
 from service.tenants import TenantStore
@@ -86,7 +93,7 @@ def build_app(settings: ServiceSettings, open_store: StoreFactory) -> Starlette:
         finally:
             await tenants.close()
 
-    routes = [
+    routes: list[BaseRoute] = [
         Route("/healthz", healthz_route, methods=["GET"]),
         Route("/metrics", metrics_route, methods=["GET"]),
         Route("/v1/openapi.json", openapi_route, methods=["GET"]),
@@ -101,9 +108,18 @@ def build_app(settings: ServiceSettings, open_store: StoreFactory) -> Starlette:
         Route("/v1/script", script_route, methods=["POST"]),
         Route("/v1/export", export_route, methods=["GET"]),
         Route("/v1/stats", stats_route, methods=["GET"]),
+        Route("/v1/facts/tier", facts_tier_route, methods=["GET"]),
         Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
     ]
+    if settings.web.local:  # the owner's own memory: the pages alone (no keys, so no API and no MCP)
+        routes = [r for r in routes if getattr(r, "path", "") == "/healthz"]
+    if settings.web.enabled:
+        from service.web.routes import Web, WebHeaders, web_routes  # Jinja2 only when the pages are served
+
+        routes += web_routes(Web(settings.web))
     middleware = [Middleware(ObserveMiddleware, metrics=metrics)]
+    if settings.web.enabled:
+        middleware.append(Middleware(WebHeaders))
     if settings.cors_origins:
         middleware.append(
             Middleware(

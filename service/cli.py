@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -16,8 +17,10 @@ from memory.errors import MemoryStoreError
 from memory.settings import MemorySettings
 from service.errors import ServiceError
 from service.keys import SqliteKeyStore
+from service.pg.cli import DATABASE_KEY, database_url, migrate_cmd, with_link
 from service.settings import MB, Limits, ServiceSettings
-from service.tenants import SCOPES, Scope, check_tenant_name
+from service.tenants import SCOPES, KeyStore, Scope, check_tenant_name
+from service.web.settings import WebSettings
 
 __all__ = ["serve_group"]
 
@@ -32,8 +35,13 @@ def _memory_settings(ctx: click.Context) -> MemorySettings:
     return settings
 
 
-def _with_keys(ctx: click.Context, fn: Callable[[SqliteKeyStore], Awaitable[R]]) -> R:
+def _with_keys(ctx: click.Context, fn: Callable[[KeyStore], Awaitable[R]]) -> R:
     path = _memory_settings(ctx).home / "service.db"
+    url = database_url(ctx)
+    if url:  # the keys of a server on PostgreSQL live there
+        from service.pg.keys import PgKeyStore
+
+        return with_link(url, lambda link: fn(PgKeyStore(link)))
 
     async def main() -> R:
         keys = await SqliteKeyStore.open(path)
@@ -100,9 +108,36 @@ def _with_keys(ctx: click.Context, fn: Callable[[SqliteKeyStore], Awaitable[R]])
     show_default=True,
     help="Tenants kept open; the least recently used is closed past this.",
 )
+@click.option(
+    "--local",
+    is_flag=True,
+    help="This machine's own memory ($MACUPOS_HOME) as web pages on 127.0.0.1, no API; prints a one-time login link.",
+)
+@click.option(
+    "--public-url",
+    envvar="MACUPOS_PUBLIC_URL",
+    default="",
+    help="The HTTPS address the pages are reached at from outside: the Telegram Mini App's. [MACUPOS_PUBLIC_URL]",
+)
+@click.option("--no-web", "no_web", is_flag=True, help="No web pages: the API and MCP alone.")
+@click.option("--telegram-token", envvar="TELEGRAM_BOT_TOKEN", default="", hidden=True)
+@click.option("--telegram-users", envvar="MACUPOS_ALLOWED_USERS", default="", hidden=True)
+@click.option(
+    "--database",
+    envvar="MACUPOS_DATABASE_URL",
+    default="",
+    help="postgresql://… : every tenant's memory and the keys in PostgreSQL, shared by any number of servers"
+    " (default: a SQLite file per tenant). [MACUPOS_DATABASE_URL]",
+)
 @click.pass_context
 def serve_group(
     ctx: click.Context,
+    database: str,
+    local: bool,
+    public_url: str,
+    no_web: bool,
+    telegram_token: str,
+    telegram_users: str,
     host: str,
     port: int,
     certfile: Path | None,
@@ -123,11 +158,23 @@ def serve_group(
     Every route but /healthz needs an API key (`macupos serve keys create --tenant NAME`). Each tenant's
     memory lives in $MACUPOS_HOME/tenants/<tenant>/. See docs/service.md.
     """
+    ctx.meta[DATABASE_KEY] = database
     if ctx.invoked_subcommand is not None:
         return
     if (certfile is None) != (keyfile is None):
         raise click.UsageError("TLS needs both --certfile and --keyfile")
     memory = _memory_settings(ctx)
+    if local and no_web:
+        raise click.UsageError("--local serves the web pages; it cannot go with --no-web")
+    web = web_settings(
+        local=local,
+        enabled=not no_web,
+        host=host,
+        public_url=public_url,
+        telegram_token=telegram_token,
+        telegram_users=telegram_users,
+        remote=memory.remote,
+    )
     limits = Limits(
         transcript_bytes=int(max_transcript_mb * MB),
         rate_per_s=rate,
@@ -147,6 +194,8 @@ def serve_group(
         cors_origins=cors,
         forwarded_allow_ips=forwarded_allow_ips,
         limits=limits,
+        web=web,
+        database_url=database,
     )
     from service.server import serve  # uvicorn and the app only when serving
 
@@ -158,6 +207,46 @@ def serve_group(
         asyncio.run(serve(settings, memory, announce=announce))
     except (OSError, MemoryStoreError) as exc:  # a port in use, a home that cannot be written
         raise click.ClickException(f"the service could not start: {exc}") from None
+
+
+def web_settings(
+    *,
+    local: bool,
+    enabled: bool,
+    host: str,
+    public_url: str,
+    telegram_token: str,
+    telegram_users: str,
+    remote: bool,
+) -> WebSettings:
+    """The pages' settings from the options (and MACUPOS_PUBLIC_URL, TELEGRAM_BOT_TOKEN, MACUPOS_ALLOWED_USERS)."""
+    url = public_url.strip().rstrip("/")
+    if url and not url.startswith("https://"):
+        raise click.BadParameter(f"{url!r} must be an https:// URL (Telegram opens Mini Apps only over TLS)")
+    if not local:
+        # The Mini App logs the bot's owner in to the owner's own memory: that is --local's, not a tenant's.
+        return WebSettings(enabled=enabled, public_url=url)
+    if remote:
+        raise click.UsageError(
+            "memory lives in a service here (MACUPOS_MEMORY_URL): its pages are that server's, not --local's"
+        )
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        raise click.UsageError("--local listens on 127.0.0.1 only (put a reverse proxy in front to reach it)")
+    users: set[int] = set()
+    for part in telegram_users.replace(";", ",").split(","):
+        item = part.strip()
+        if not item:
+            continue
+        if not (item.isascii() and item.isdigit()) or int(item) == 0:
+            raise click.UsageError(f"MACUPOS_ALLOWED_USERS: {item!r} is not a numeric Telegram user id")
+        users.add(int(item))
+    return WebSettings(
+        local=True,
+        login_token=secrets.token_urlsafe(32),
+        public_url=url,
+        telegram_token=telegram_token.strip(),
+        telegram_users=frozenset(users),
+    )
 
 
 @serve_group.group("keys")
@@ -234,3 +323,6 @@ def revoke_cmd(ctx: click.Context, key_id: str) -> None:
     if record is None:
         raise click.ClickException(f"no key with id {key_id!r} (see: macupos serve keys list)")
     click.echo(f"revoked key {record.key_id} of tenant {record.tenant}")
+
+
+serve_group.add_command(migrate_cmd)

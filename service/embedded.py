@@ -19,8 +19,7 @@ from pathlib import Path
 from memory.api import Eywa
 from memory.facts.api import FactsApi
 from memory.settings import MemorySettings
-from service.keys import SqliteKeyStore
-from service.tenants import Tenant, check_tenant_name
+from service.tenants import KeyStore, Tenant, check_tenant_name
 
 __all__ = ["EmbeddedTenant", "EmbeddedTenantStore"]
 
@@ -83,7 +82,7 @@ class EmbeddedTenant:
 
 
 class EmbeddedTenantStore:
-    def __init__(self, base: MemorySettings, root: Path, keys: SqliteKeyStore, *, max_open: int = 32) -> None:
+    def __init__(self, base: MemorySettings, root: Path, keys: KeyStore, *, max_open: int = 32) -> None:
         self.base = base
         self.root = root
         self.keys = keys
@@ -96,11 +95,15 @@ class EmbeddedTenantStore:
         home = self.root / check_tenant_name(name)
         return replace(self.base, home=home, claude_config_dir=home / ".no-claude", codex_home=home / ".no-codex")
 
+    def make_tenant(self, name: str) -> EmbeddedTenant:
+        """A tenant not opened yet (another store keeps its memory elsewhere: service/pg/store.py)."""
+        return EmbeddedTenant(name, self.settings_for(name))
+
     @contextlib.asynccontextmanager
     async def lease(self, tenant: str) -> AsyncIterator[Tenant]:
         t = self._open.get(tenant)
         if t is None:
-            t = self._open[tenant] = EmbeddedTenant(tenant, self.settings_for(tenant))
+            t = self._open[tenant] = self.make_tenant(tenant)
         self._open.move_to_end(tenant)
         t.leases += 1
         try:

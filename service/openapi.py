@@ -176,6 +176,13 @@ def openapi_document(settings: ServiceSettings) -> dict[str, Any]:
                 )
             },
             "/v1/stats": {"get": _op("Counts of the tenant's memory", {"200": _json_ok("counts", {"type": "object"})})},
+            "/v1/facts/tier": {
+                "get": _op(
+                    "The facts injection tier (`macupos memory facts show`): at most 12 lines",
+                    {"200": _json_ok('{"lines": [...]}', {"type": "object"})},
+                    params=[_q("as_of", "string", "rank as if now were this time", format="date-time")],
+                )
+            },
             "/metrics": {"get": _op("Prometheus text (admin keys)", {"200": _text_ok("metrics", "text/plain")})},
             "/mcp": {
                 "post": _op(

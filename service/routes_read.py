@@ -17,7 +17,15 @@ from service.calls import Call, brief, endpoint
 from service.errors import BadRequest, NotFound
 from service.params import instant_param, int_param, positive_float_param, text_param
 
-__all__ = ["get_route", "handoffs_route", "result_json", "search_route", "session_route", "stats_route"]
+__all__ = [
+    "facts_tier_route",
+    "get_route",
+    "handoffs_route",
+    "result_json",
+    "search_route",
+    "session_route",
+    "stats_route",
+]
 
 MARKDOWN = "text/markdown; charset=utf-8"
 
@@ -134,3 +142,11 @@ async def stats_route(request: Request, call: Call) -> Response:
     stats.pop("database", None)  # a server path: not the tenant's business
     facts = await call.tenant.facts()
     return JSONResponse({"tenant": call.tenant.name, **stats, "facts": await facts.world()})
+
+
+@endpoint("/v1/facts/tier")
+async def facts_tier_route(request: Request, call: Call) -> Response:
+    """The facts injection tier a session starts with (`macupos memory facts show`): at most 12 lines."""
+    as_of = instant_param(request, "as_of")
+    facts = await call.tenant.facts()
+    return JSONResponse({"lines": await facts.tiered_injection(as_of)})

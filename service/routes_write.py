@@ -23,8 +23,9 @@ from service.calls import Call, endpoint
 from service.errors import BadRequest, Conflict, ScriptFailed, Unprocessable
 from service.params import parse_instant, text_param
 from service.spool import name_parts, safe_part, spool_path
+from service.tenants import Tenant
 
-__all__ = ["forget_route", "handoff_upload_route", "script_route", "transcript_upload_route"]
+__all__ = ["forget_route", "forget_session", "handoff_upload_route", "script_route", "transcript_upload_route"]
 
 _FLUSH = 1 << 20
 
@@ -199,10 +200,14 @@ def _remove_spooled(spool: Path, files: list[Path]) -> None:
 async def forget_route(request: Request, call: Call) -> Response:
     """Forget a session and its subagents; later uploads and imports leave them out. The spooled transcript
     goes too once every session it held is forgotten."""
-    session_id = request.path_params["id"]
-    eywa = await call.tenant.eywa()
-    root = (call.tenant.spool_dir / "transcripts").resolve()
-    async with call.tenant.ingest_lock:
+    return JSONResponse({"forgotten": await forget_session(call.tenant, request.path_params["id"])})
+
+
+async def forget_session(tenant: Tenant, session_id: str) -> list[str]:
+    """What ``DELETE /v1/sessions/{id}`` and the web pages' Forget do: the ids forgotten."""
+    eywa = await tenant.eywa()
+    root = (tenant.spool_dir / "transcripts").resolve()
+    async with tenant.ingest_lock:
         view = await eywa.show(session_id)  # SessionNotFoundError: 404
         ids = [session_id, *view.subagents]
         paths = set()
@@ -218,8 +223,8 @@ async def forget_route(request: Request, call: Call) -> Response:
             src = await store.get_source(eywa.db.conn, str(p))
             if src is None or not await _live(eywa, list(src.session_ids)):
                 gone.append(p)
-        await asyncio.to_thread(_remove_spooled, call.tenant.spool_dir, gone)
-    return JSONResponse({"forgotten": removed})
+        await asyncio.to_thread(_remove_spooled, tenant.spool_dir, gone)
+    return removed
 
 
 @endpoint("/v1/script", scope="write")

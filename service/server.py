@@ -13,6 +13,7 @@ from memory.settings import MemorySettings
 from service.app import build_app, embedded_store
 from service.keys import mask_keys
 from service.settings import ServiceSettings
+from service.tenants import TenantStore
 
 __all__ = ["KeyMask", "bind", "serve"]
 
@@ -60,7 +61,19 @@ async def serve(
 ) -> None:
     """Serve until SIGINT or SIGTERM; the lifespan closes every tenant (writing facts snapshots)."""
     install_key_mask()
-    app = build_app(settings, embedded_store(settings, memory))
+    if settings.web.local:
+        from service.web.local import LocalTenantStore
+
+        async def owner_store() -> TenantStore:
+            return LocalTenantStore(memory)
+
+        app = build_app(settings, owner_store)
+    elif settings.database_url:
+        from service.pg.store import pg_store  # psycopg only for a server that uses PostgreSQL
+
+        app = build_app(settings, pg_store(settings, memory))
+    else:
+        app = build_app(settings, embedded_store(settings, memory))
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -84,4 +97,6 @@ async def serve(
     shown = f"[{host}]" if ":" in str(host) else str(host)
     if announce is not None:
         announce(f"macupos serve: listening on {scheme}://{shown}:{port}")
+        if settings.web.local:  # printed once, like Jupyter's: the link logs one browser in, once
+            announce(f"macupos serve: open {scheme}://{shown}:{port}/login?token={settings.web.login_token}")
     await server.serve(sockets=[sock])

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from service.web.settings import WebSettings
+
 __all__ = ["MB", "Limits", "ServiceSettings"]
 
 MB = 1024 * 1024
@@ -41,6 +43,12 @@ class ServiceSettings:
     cors_origins: tuple[str, ...] = ()  # CORS is off unless origins are named
     forwarded_allow_ips: str = "127.0.0.1"  # proxies whose X-Forwarded-For is believed
     limits: Limits = field(default_factory=Limits)
+    # PostgreSQL (service/pg) instead of a SQLite file per tenant; "" keeps the embedded store. The URL may
+    # hold a password: never in a repr, a log line or an error.
+    database_url: str = field(default="", repr=False)
+    database_pool: int = 16  # connections per process, at most
+    database_timeout_s: float = 30.0  # each statement's bound
+    web: WebSettings = field(default_factory=WebSettings)  # the pages (service/web), on by default
 
     @property
     def db_path(self) -> Path:

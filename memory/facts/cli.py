@@ -11,7 +11,7 @@ from typing import TypeVar
 import click
 
 from memory.clitypes import ISO_INSTANT, run_command, settings_of
-from memory.facts.api import FactsApi
+from memory.factory import Facts, open_facts
 from memory.facts.model import FactsError
 
 __all__ = ["facts_group", "rebuild_cmd", "script_cmd"]
@@ -19,11 +19,12 @@ __all__ = ["facts_group", "rebuild_cmd", "script_cmd"]
 R = TypeVar("R")
 
 
-def _with_api(fn: Callable[[FactsApi], Awaitable[R]]) -> R:
+def _with_api(fn: Callable[[Facts], Awaitable[R]]) -> R:
+    """Open the facts (local, or the memory service's: memory.factory) for one command."""
     settings = settings_of(click.get_current_context())
 
     async def main() -> R:
-        api = await FactsApi.from_settings(settings)
+        api = await open_facts(settings)
         try:
             return await fn(api)
         finally:
@@ -62,7 +63,7 @@ def script_cmd(text: str | None, file: Path | None, as_of: datetime | None) -> N
 def rebuild_cmd() -> None:
     """Rebuild the facts tables from the event log (every origin file), then rewrite the snapshot."""
 
-    async def run(api: FactsApi) -> tuple[int, int]:
+    async def run(api: Facts) -> tuple[int, int]:
         n = await api.rebuild()
         return n, (await api.world())["memories"]
 

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from bot.approvals import card_text
+from relay.approvals import ApprovalRequest
 from tests.bot.app_harness import OWNER, Harness, button, harness
 from tests.doubles.anthropic import ToolUse
 from tests.doubles.openai import API_KEY_VAR, ExecCommand, OpenAIDouble, write_codex_config
@@ -62,3 +64,21 @@ async def test_an_unanswered_codex_request_is_denied_after_the_approval_timeout(
         assert "no answer in time" in h.tg.messages(OWNER)[card["message_id"]]["text"]
         assert not target.exists()
         assert any("rejected by user" in str(body) for body in openai_double.bodies)
+
+
+def test_a_file_change_card_shows_the_files_and_a_preview_of_the_diff() -> None:
+    request = ApprovalRequest(
+        "thread-1",
+        "file change",
+        {"paths": ["app.py"], "diff": "--- app.py\n-x = 1\n+x = <2>"},
+        engine="codex",
+        stage="execute",
+        diff_summary="M app.py (+1 −1)",
+        reason="needs to write outside the sandbox",
+    )
+    text = card_text(request)
+    assert text.startswith("🔐 Codex (execute) asks to change files:")
+    assert "<code>M app.py (+1 −1)</code>" in text and "<i>needs to write outside the sandbox</i>" in text
+    assert "<pre>--- app.py\n-x = 1\n+x = &lt;2&gt;</pre>" in text  # the diff is quoted, never markup
+    claude = card_text(ApprovalRequest("s", "Bash", {"command": "ls"}))
+    assert claude == "🔐 Claude asks to use <b>Bash</b>:\n<code>ls</code>"

@@ -118,7 +118,18 @@ def test_projects_first_is_default_relative_paths_from_cwd(tmp_path: Path) -> No
     assert s.project("nope") is None
 
 
-@pytest.mark.parametrize("value", ["eywa", "=/x", "a b=/x", "eywa=/x,EYWA=/y"])
+def test_a_project_marked_private_is_private_to_memory_too(tmp_path: Path) -> None:
+    env = base_env(
+        tmp_path,
+        MACUPOS_PROJECTS=f"client={tmp_path}/client:private, web=sites/web",
+        MACUPOS_PRIVATE_PROJECTS=f"{tmp_path}/elsewhere",
+    )
+    s = BotSettings.from_env(env, cwd=tmp_path)
+    assert s.projects == (Project("client", tmp_path / "client", True), Project("web", tmp_path / "sites" / "web"))
+    assert s.memory.private_projects == (tmp_path / "elsewhere", tmp_path / "client")
+
+
+@pytest.mark.parametrize("value", ["eywa", "=/x", "a b=/x", "eywa=/x,EYWA=/y", "eywa=:private"])
 def test_malformed_projects_are_refused(tmp_path: Path, value: str) -> None:
     with pytest.raises(ConfigError, match="MACUPOS_PROJECTS"):
         BotSettings.from_env(base_env(tmp_path, MACUPOS_PROJECTS=value), cwd=tmp_path)

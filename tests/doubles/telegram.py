@@ -231,6 +231,7 @@ class TelegramDouble:
         self._pending: list[int] = []  # not yet confirmed by an offset
         self._again: list[int] = []  # forced redeliveries, regardless of offset
         self._deliveries: dict[int, int] = defaultdict(int)
+        self._times = 1  # each update goes out at least this many times (see deliver_each)
         self._callbacks: dict[str, bool] = {}  # callback id → answered
         self._allowed: frozenset[str] = frozenset()
         self._ids = itertools.count(1)
@@ -415,6 +416,11 @@ class TelegramDouble:
             raise KeyError(update_id)
         self._again.append(update_id)
         self._wake()
+
+    def deliver_each(self, times: int) -> None:
+        """From now on every update goes out ``times`` times, confirmed or not: the same update id again, as
+        when Telegram misses the acknowledgement (on top of the redelivery of whatever is unconfirmed)."""
+        self._times = max(1, times)
 
     def deliveries(self, update_id: int) -> int:
         """How many times an update went out in a getUpdates answer."""
@@ -674,6 +680,8 @@ class TelegramDouble:
             self._deliveries[uid] += 1
             if uid in self._again:
                 self._again.remove(uid)
+            if self._deliveries[uid] < self._times:
+                self._again.append(uid)
         return [self._updates[u] for u in ids]
 
     def _kind(self, update_id: int) -> str:

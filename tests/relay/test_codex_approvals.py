@@ -15,6 +15,7 @@ from relay.approvals import ApprovalDecision, ApprovalRequest
 from relay.codex import CodexEngine
 from relay.codex_approvals import CodexGrants, diff_summary
 from relay.errors import RelayTimeoutError
+from relay.events import PermissionRequest, RelayEvent
 from relay.relay_tools import RelayTools
 from relay.settings import RelaySettings
 from relay.stages import DEFAULT_STAGES, StageConfig, stage_configs
@@ -137,7 +138,12 @@ async def test_allow_for_this_session_is_not_asked_again_by_later_turns(
     openai_double.enqueue(ExecCommand(command), "first", ExecCommand(command), "second")
     owner = Owner("session")
     stages = {**DEFAULT_STAGES, "execute": UNTRUSTED}
-    tools = RelayTools(engine, cwd=project, stages=stages, approve=owner)
+    events: list[RelayEvent] = []
+
+    async def record(event: RelayEvent) -> None:
+        events.append(event)
+
+    tools = RelayTools(engine, cwd=project, stages=stages, approve=owner, on_event=record)
 
     first = await tools.codex("log it", "execute")
     second = await tools.codex("log it again", "execute")  # a new Codex thread: Codex's own cache is gone
@@ -145,6 +151,8 @@ async def test_allow_for_this_session_is_not_asked_again_by_later_turns(
     assert not first.is_error and not second.is_error
     assert log.read_text() == "ran\nran\n"
     assert len(owner.requests) == 1
+    asked = [e for e in events if isinstance(e, PermissionRequest)]  # the progress line says it waits
+    assert [(e.tool_name, e.input["command"]) for e in asked] == [("codex command", owner.requests[0].input["command"])]
 
 
 async def test_a_file_change_shows_its_files_and_diff_and_runs_when_allowed(

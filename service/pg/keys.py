@@ -1,0 +1,110 @@
+"""API keys in PostgreSQL (``macupos.api_keys``, ``macupos.tenants``): the KeyStore of a fleet of servers.
+
+The same keys, hashing and constant-time check as the embedded store (service/keys.py): only the SHA-256 of
+a key is kept, and a revoked key is refused by every server from its next request on, since each request
+reads its key's row.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import time
+from typing import Any, cast
+
+from service.errors import Conflict
+from service.keys import _DUMMY, _ID_HEX, KEY_PREFIX, KEY_RE, _digest
+from service.pg.link import PgLink
+from service.tenants import SCOPES, KeyRecord, NewKey, Scope, check_tenant_name
+
+__all__ = ["PgKeyStore"]
+
+_COLS = "key_id, tenant_id, scope, label, created_at, revoked_at"
+
+
+def _record(row: Any) -> KeyRecord:
+    revoked = float(row[5]) if row[5] is not None else None
+    return KeyRecord(str(row[0]), str(row[1]), cast(Scope, row[2]), str(row[3]), float(row[4]), revoked)
+
+
+class PgKeyStore:
+    def __init__(self, link: PgLink, *, owns_link: bool = False) -> None:
+        self.link = link
+        self._owns_link = owns_link
+
+    async def close(self) -> None:
+        if self._owns_link:
+            await self.link.close()
+
+    async def create_key(
+        self, tenant: str, scope: Scope, *, label: str = "", origin: str = "cli", new_tenant: bool = False
+    ) -> NewKey:
+        check_tenant_name(tenant)
+        if scope not in SCOPES:
+            raise ValueError(f"unknown scope {scope!r}")
+        key_id = secrets.token_hex(_ID_HEX // 2)
+        api_key = f"{KEY_PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
+        now = time.time()
+        async with self.link.connection() as conn, self.link.guard(), conn.transaction():
+            cur = await conn.execute(
+                "INSERT INTO macupos.tenants(tenant_id, origin, created_at) VALUES (%s, %s, %s)"
+                " ON CONFLICT (tenant_id) DO NOTHING RETURNING tenant_id",
+                (tenant, origin, now),
+            )
+            if await cur.fetchone() is None and new_tenant:
+                raise Conflict(f"the tenant {tenant!r} exists already")
+            await conn.execute(
+                "INSERT INTO macupos.api_keys(key_id, tenant_id, scope, sha256, label, created_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s)",
+                (key_id, tenant, scope, _digest(api_key), label, now),
+            )
+        return NewKey(api_key, KeyRecord(key_id, tenant, scope, label, now))
+
+    async def verify(self, presented: str) -> KeyRecord | None:
+        if not KEY_RE.fullmatch(presented):
+            return None
+        key_id = presented[len(KEY_PREFIX) : len(KEY_PREFIX) + _ID_HEX]
+        rows = await self.link.fetch(f"SELECT {_COLS}, sha256 FROM macupos.api_keys WHERE key_id = %s", (key_id,))
+        row = rows[0] if rows else None
+        # Compared in constant time, and compared even for an unknown id, so timing tells nothing.
+        same = hmac.compare_digest(_digest(presented), str(row[6]) if row else _DUMMY)
+        if row is None or not same or row[5] is not None:
+            return None
+        return _record(row)
+
+    async def list_keys(self, tenant: str | None = None) -> list[KeyRecord]:
+        query = f"SELECT {_COLS} FROM macupos.api_keys"
+        args: tuple[str, ...] = ()
+        if tenant is not None:
+            query += " WHERE tenant_id = %s"
+            args = (tenant,)
+        query += " ORDER BY tenant_id, created_at, key_id"
+        return [_record(r) for r in await self.link.fetch(query, args)]
+
+    async def revoke(self, key_id: str) -> KeyRecord | None:
+        rows = await self.link.fetch(
+            f"UPDATE macupos.api_keys SET revoked_at = COALESCE(revoked_at, %s) WHERE key_id = %s RETURNING {_COLS}",
+            (time.time(), key_id),
+        )
+        return _record(rows[0]) if rows else None
+
+    async def tenants(self) -> list[str]:
+        return [str(r[0]) for r in await self.link.fetch("SELECT tenant_id FROM macupos.tenants ORDER BY tenant_id")]
+
+    async def import_keys(self, records: list[tuple[KeyRecord, str]]) -> int:
+        """Copy keys (record, sha256) from another store, e.g. service.db at a migration; ids already here stay."""
+        n = 0
+        async with self.link.connection() as conn, self.link.guard(), conn.transaction():
+            for r, sha in records:
+                await conn.execute(
+                    "INSERT INTO macupos.tenants(tenant_id, origin, created_at) VALUES (%s, 'migrate', %s)"
+                    " ON CONFLICT (tenant_id) DO NOTHING",
+                    (r.tenant, r.created_at),
+                )
+                cur = await conn.execute(
+                    "INSERT INTO macupos.api_keys(key_id, tenant_id, scope, sha256, label, created_at, revoked_at)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (key_id) DO NOTHING",
+                    (r.key_id, r.tenant, r.scope, sha, r.label, r.created_at, r.revoked_at),
+                )
+                n += cur.rowcount
+        return n

@@ -1,0 +1,230 @@
+"""`macupos bot` SIGKILLed at 20 random points across receive / claim / run / reply while Telegram delivers
+every update three times: each instruction runs exactly once, or is reported with its Resume button and not
+run; none is lost, none runs twice.
+
+The points are drawn from a seeded RNG inside four windows measured on a clean first run (from the update's
+delivery: until it is stored, until its run starts, until the model is asked, until the answer is sent). The
+seed is in every failure message. The real bot runs as a subprocess against the Telegram double, the real
+Claude Code CLI against the Anthropic double; what is checked is what the owner sees (answers, restart cards
+and their buttons), what the model was asked, and bot.db.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import re
+import sqlite3
+import sys
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import pytest
+
+from relay.process import kill_marked
+from tests.bot.app_harness import OWNER, Harness, buttons, harness
+from tests.doubles.anthropic import last_user_text
+from tests.doubles.telegram import TelegramDouble
+
+KILLS = 20  # the count docs/decisions.md promises
+SEED = 20261201
+PHASES = ("receive", "claim", "run", "reply")
+MACUPOS = Path(sys.executable).parent / "macupos"
+_INSTRUCTION = re.compile(r"instruction \d\d of the crash loop")
+_RESUME_NOTE = "restarted while you were working"
+
+
+def _instruction(n: int) -> str:
+    return f"instruction {n:02d} of the crash loop"  # none is a part of another
+
+
+def _answer(body: Mapping[str, Any]) -> str:
+    found = _INSTRUCTION.findall(last_user_text(body))
+    return f"done: {found[-1]}" if found else "ok"
+
+
+@pytest.fixture
+async def h(tmp_path: Path, telegram_double: TelegramDouble) -> AsyncIterator[Harness]:
+    async with harness(tmp_path, telegram_double) as hh:
+        hh.write_config_toml()
+        hh.claude.default = _answer
+        telegram_double.deliver_each(3)
+        yield hh
+
+
+@dataclass
+class _Bot:
+    """One `macupos bot` process; all of them write one log file."""
+
+    h: Harness
+    log: BinaryIO
+    process: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            str(MACUPOS), "-v", "bot", env=self.h.env, cwd=str(self.h.tmp), stdout=self.log, stderr=self.log
+        )
+
+    async def kill(self) -> None:
+        """SIGKILL, as a power cut: no cleanup of any kind. Its Claude Code CLI goes with it, as in a power cut."""
+        assert self.process is not None
+        self.process.kill()
+        await self.process.wait()
+        kill_marked("CLAUDE_CONFIG_DIR", str(self.h.tmp / "claude-home" / ".claude"))
+
+    async def stop(self) -> int:
+        assert self.process is not None
+        self.process.terminate()
+        return await asyncio.wait_for(self.process.wait(), 120)
+
+
+@dataclass
+class _Seen:
+    """What the owner and the model saw, read from the doubles."""
+
+    h: Harness
+
+    def texts(self) -> list[str]:
+        return self.h.texts(OWNER)
+
+    def asked(self, x: str) -> int:
+        """How many times the model was asked to do ``x`` (a resume note would say so: none is pressed here)."""
+        return sum(
+            1
+            for body in self.h.claude.bodies
+            if _INSTRUCTION.findall(last_user_text(body))[-1:] == [x] and _RESUME_NOTE not in last_user_text(body)
+        )
+
+    def answered(self, x: str) -> bool:
+        return any(f"done: {x}" in t for t in self.texts())
+
+    def started(self, x: str) -> bool:
+        return any(t.startswith("⏳") and x in t for t in self.texts())
+
+    def carded(self, x: str) -> bool:
+        """A restart card names ``x`` and carries its Resume button."""
+        return any(
+            "restarted while working on" in str(m.get("text", "")) and x in str(m.get("text", ""))
+            and any("Resume" in label for label in buttons(m))
+            for m in self.h.tg.messages(OWNER).values()
+        )
+
+    def cut(self, x: str) -> bool:
+        return any("I stopped while handling" in t and x in t for t in self.texts())
+
+
+@dataclass
+class _Windows:
+    """Seconds after an update's delivery at which each phase ended in a clean run."""
+
+    claimed: float
+    run_started: float
+    model_asked: float
+    answered: float
+    bounds: dict[str, tuple[float, float]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.bounds = {
+            "receive": (0.0, self.claimed),
+            "claim": (self.claimed, self.run_started),
+            "run": (self.run_started, self.model_asked),
+            "reply": (self.model_asked, self.answered + 0.2),
+        }
+
+
+def _db(h: Harness) -> contextlib.closing[sqlite3.Connection]:
+    return contextlib.closing(sqlite3.connect(f"file:{h.home / 'bot.db'}?mode=ro", uri=True))
+
+
+async def _measure(h: Harness, bot: _Bot, seen: _Seen) -> _Windows:
+    """A clean first instruction, timed from its delivery: the windows the kill points are drawn from."""
+    loop = asyncio.get_running_loop()
+    x = _instruction(0)
+    uid = h.tg.push_message(OWNER, OWNER, x)["update_id"]
+    await bot.start()
+    await h.tg.wait_for(lambda: h.tg.deliveries(uid) >= 1, timeout=120)
+    t0, wall0 = loop.time(), time.time()
+    await h.tg.wait_for(lambda: seen.started(x), timeout=60)
+    run_started = loop.time() - t0
+    await h.tg.wait_for(lambda: seen.asked(x) >= 1 or seen.answered(x), timeout=90)
+    model_asked = loop.time() - t0
+    await h.tg.wait_for(lambda: seen.answered(x), timeout=90)
+    answered = loop.time() - t0
+    with _db(h) as conn:
+        received_at = conn.execute("SELECT received_at FROM updates WHERE update_id = ?", (uid,)).fetchone()[0]
+    claimed = min(max(received_at - wall0, 0.001), run_started)
+    return _Windows(claimed, run_started, model_asked, answered)
+
+
+async def test_a_bot_killed_at_20_random_points_runs_each_instruction_once_or_reports_it(h: Harness) -> None:
+    rng = random.Random(SEED)
+    seen = _Seen(h)
+    with (h.tmp / "bot.log").open("ab") as log:
+        bot = _Bot(h, log)
+        windows = await _measure(h, bot, seen)
+        await bot.kill()
+        sent = [_instruction(0)]
+        ids_sent = [1]
+        kills: list[tuple[str, float]] = []
+        for i in range(KILLS):
+            phase = PHASES[i % len(PHASES)]
+            lo, hi = windows.bounds[phase]
+            at = rng.uniform(lo, hi)
+            # Now and then two at once: the second waits in the chat's queue behind the first.
+            new = [_instruction(len(sent) + k) for k in range(2 if i % 5 == 4 else 1)]
+            ids = [h.tg.push_message(OWNER, OWNER, x)["update_id"] for x in new]
+            sent += new
+            ids_sent += ids
+            await bot.start()
+            await h.tg.wait_for(lambda ids=ids: h.tg.deliveries(ids[0]) >= 1, timeout=120)
+            await asyncio.sleep(at)  # the drawn kill point: a random wait is the point of this test
+            await bot.kill()
+            kills.append((phase, round(at, 3)))
+
+        # The last start runs to the end: whatever is left is handled, or reported.
+        await bot.start()
+        where = f"seed {SEED}, kills {kills}, log {h.tmp / 'bot.log'}"
+
+        def settled() -> bool:
+            return not h.tg.pending and all(
+                seen.answered(x) or seen.carded(x) or seen.cut(x) or x in _held(h) for x in sent
+            )
+
+        await h.tg.wait_for(settled, timeout=240)
+        assert await bot.stop() == 0, where
+
+    held = _held(h)
+    for x in sent:
+        asked = seen.asked(x)
+        assert asked <= 1, f"{x!r} ran {asked} times; {where}"
+        assert seen.answered(x) or seen.carded(x) or seen.cut(x) or x in held, f"{x!r} was lost; {where}"
+        if seen.answered(x):
+            assert asked == 1, f"{x!r} answered without a run; {where}"
+    with _db(h) as conn:
+        open_updates = conn.execute("SELECT update_id, status FROM updates WHERE status IN ('received', 'handling')")
+        assert open_updates.fetchall() == [], where
+        assert conn.execute("SELECT id FROM runs WHERE status = 'running'").fetchall() == [], where
+        waiting = conn.execute("SELECT text FROM queue WHERE status IN ('queued', 'running')").fetchall()
+        assert waiting == [], f"instructions left to run later: {waiting}; {where}"
+    assert all(h.tg.deliveries(u) >= 3 for u in ids_sent), where  # every update came three times at least
+    outcomes = {
+        "answered": sum(seen.answered(x) for x in sent),
+        "carded": sum(seen.carded(x) for x in sent),
+        "held": len(held),
+        "cut": sum(seen.cut(x) for x in sent),
+        "never asked": sum(seen.asked(x) == 0 for x in sent),
+    }
+    print(f"{len(sent)} instructions, {len(kills)} kills {kills}: {outcomes}")
+
+
+def _held(h: Harness) -> set[str]:
+    """Instructions waiting behind a run cut by a restart: its card counts them and its Resume runs them."""
+    path = h.home / "bot.db"
+    if not path.exists():
+        return set()
+    with _db(h) as conn:
+        return {str(r[0]) for r in conn.execute("SELECT text FROM queue WHERE status = 'held'")}
