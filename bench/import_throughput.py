@@ -8,9 +8,12 @@ Rows:
 
 - ``import`` — ``macupos memory import TREE`` of ``--n`` eywa-mcp handoff files (bench/_handoff_tree.py)
   into a fresh home: batches of 256 in one transaction, one fsync per folder a batch.
-- ``import 1-by-1`` / ``import bulk`` — the one-at-a-time path (``import_dir(batch_files=1)``: a
-  transaction, a file fsync and a folder fsync per handoff, the way import worked before) beside the bulk
-  path on the same ``--baseline-n`` files, alternating; the ratio is the speed-up.
+- ``import 1-by-1`` / ``import bulk`` — the one-at-a-time path (``import_dir(batch_files=1, workers=0)``:
+  a transaction, a file fsync and a folder fsync per handoff, as import worked before) beside the bulk
+  path (batches of 256, one worker process) on the same ``--baseline-n`` files, alternating.
+- ``import old`` — with ``--old-src DIR`` (a checkout of an earlier version, e.g. ``git archive <commit> |
+  tar -x -C DIR``), ``macupos memory import`` of that code on the same ``--baseline-n`` files, alternating
+  with this code's CLI: the speed-up over the code as it was.
 - ``export`` — ``macupos memory export`` of the imported handoffs to a fresh folder.
 - ``ingest`` / ``ingest --force`` — ``macupos memory ingest --no-llm`` of ``--transcripts`` small
   Claude Code transcripts (six lines, ~3 KB each), then again with ``--force``.
@@ -63,15 +66,16 @@ print(json.dumps({"secs": secs, "rss_mb": hwm, "out": out}))
 """
 
 
-def _run(home: Path, spec: dict[str, object]) -> tuple[float, float, str]:
+def _run(home: Path, spec: dict[str, object], src: Path = ROOT) -> tuple[float, float, str]:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("MACUPOS_")},
         "MACUPOS_HOME": str(home),
         "HOME": str(home),
         "MACUPOS_MEMORY_LLM": "0",
+        "PYTHONPATH": str(src),
     }
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, json.dumps(spec)], env=env, cwd=ROOT, capture_output=True, text=True, check=False
+        [sys.executable, "-c", _CHILD, json.dumps(spec)], env=env, cwd=src, capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
         raise SystemExit(f"{spec} failed:\n{done.stderr[-3000:]}")
@@ -135,6 +139,7 @@ def main() -> None:
     ap.add_argument("--transcripts", type=int, default=10_000, help="small transcripts to ingest (0: skip)")
     ap.add_argument("--only", choices=["import", "baseline", "export", "ingest", "hostile"], action="append")
     ap.add_argument("--tmp", type=Path, default=None, help="where to build the trees (default: the system temp)")
+    ap.add_argument("--old-src", type=Path, default=None, help="an earlier checkout to compare the CLI with")
     args = ap.parse_args()
     only = set(args.only or ["import", "baseline", "export", "ingest"])
     if "export" in only:
@@ -166,6 +171,13 @@ def main() -> None:
                 pairs.append((one, bulk))
             ratios = sorted(one / bulk for one, bulk in pairs)
             print(f"(bulk vs one-at-a-time: {ratios[0]:.1f}x-{ratios[-1]:.1f}x)", flush=True)
+            if args.old_src is not None:
+                argv = {"argv": ["import", str(tmp / "small-tree")]}
+                for rnd in range(2):
+                    old, rss1, out1 = _run(tmp / f"old-{rnd}", argv, src=args.old_src.resolve())
+                    new, rss2, out2 = _run(tmp / f"new-{rnd}", argv)
+                    _row("import old", args.baseline_n, old, rss1, out1)
+                    _row("import now", args.baseline_n, new, rss2, f"{out2}; {old / new:.1f}x faster")
         if "ingest" in only and args.transcripts:
             _transcripts(tmp / "transcripts", args.transcripts)
             for name, extra in (("ingest", []), ("ingest --force", ["--force"])):

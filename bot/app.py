@@ -24,10 +24,11 @@ from bot.approvals import APPROVE_ACTION, Approvals
 from bot.attachments import Attachments
 from bot.auth import forward_origin_name, is_allowed, quote_forwarded
 from bot.commands import Commands, bot_commands
+from bot.errors import ChatBusyError
 from bot.intake import ALLOWED_UPDATES, Intake
 from bot.progress import Sender, escape
 from bot.project_memory import ProjectMemory
-from bot.records import StoredUpdate
+from bot.records import Run, StoredUpdate
 from bot.review import REVIEW_ACTION, Reviews
 from bot.rpa_runner import RpaRunner
 from bot.services import Services, Tuning
@@ -259,35 +260,42 @@ class BotApp:
         """Report runs a dead process left (Resume / Dismiss), handle stored-but-unstarted updates, report cut ones."""
         s = self.services
         assert s is not None and self.intake is not None
+        reported: set[tuple[int, str]] = set()  # (chat, instruction) a card reports: a run, or waiting behind it
         for run in await s.state.interrupted_runs():
             waiting = await s.state.held(run.chat_id)
-            owner = run.chat_id if run.chat_id in s.settings.allowed_users else min(s.settings.allowed_users)
-            ttl = s.tuning.resume_ttl_s
-            group = f"restart-{run.id}"
-            resume = await s.state.new_callback(
-                run.chat_id, owner, RESTART_ACTION, {"op": "resume", "run": run.id}, ttl, group=group
-            )
-            dismiss = await s.state.new_callback(
-                run.chat_id, owner, RESTART_ACTION, {"op": "dismiss", "run": run.id}, ttl, group=group
-            )
-            text = (
-                f"⚠️ I was restarted while working on:\n<i>{escape(run.instruction[:500])}</i>\n"
-                f"(session {escape(run.session_id[:8] or 'not started')}). Nothing has been re-run."
-            )
-            if waiting:
-                text += f"\n{len(waiting)} more instruction(s) were waiting; Resume runs them after it."
-            try:
-                await s.sender.send(run.chat_id, text, buttons=[[("▶️ Resume", resume), ("✖️ Dismiss", dismiss)]])
-            except TelegramError as exc:
-                logger.warning("could not report the interrupted run %s: %s", run.id, exc)
+            reported |= {(run.chat_id, run.instruction)} | {(run.chat_id, q.text) for q in waiting}
+            await self._report_run(run, len(waiting))
         for stored in await s.state.pending_updates():
-            await self._recover_update(stored)
+            await self._recover_update(stored, reported)
         # Old update ids must not swallow new ones (Telegram restarts ids after a quiet week), and spent
         # buttons need not linger.
         await s.state.prune_updates()
         await s.state.prune_callbacks()
 
-    async def _recover_update(self, stored: StoredUpdate) -> None:
+    async def _report_run(self, run: Run, waiting: int) -> None:
+        s = self.services
+        assert s is not None
+        owner = run.chat_id if run.chat_id in s.settings.allowed_users else min(s.settings.allowed_users)
+        ttl = s.tuning.resume_ttl_s
+        group = f"restart-{run.id}"
+        resume = await s.state.new_callback(
+            run.chat_id, owner, RESTART_ACTION, {"op": "resume", "run": run.id}, ttl, group=group
+        )
+        dismiss = await s.state.new_callback(
+            run.chat_id, owner, RESTART_ACTION, {"op": "dismiss", "run": run.id}, ttl, group=group
+        )
+        text = (
+            f"⚠️ I was restarted while working on:\n<i>{escape(run.instruction[:500])}</i>\n"
+            f"(session {escape(run.session_id[:8] or 'not started')}). Nothing has been re-run."
+        )
+        if waiting:
+            text += f"\n{waiting} more instruction(s) were waiting; Resume runs them after it."
+        try:
+            await s.sender.send(run.chat_id, text, buttons=[[("▶️ Resume", resume), ("✖️ Dismiss", dismiss)]])
+        except TelegramError as exc:
+            logger.warning("could not report the interrupted run %s: %s", run.id, exc)
+
+    async def _recover_update(self, stored: StoredUpdate, reported: set[tuple[int, str]]) -> None:
         s = self.services
         assert s is not None and self.intake is not None
         if stored.user_id is not None and not is_allowed(s.settings, stored.user_id):
@@ -301,6 +309,11 @@ class BotApp:
         if stored.chat_id is None:
             return
         message = stored.payload.get("message") or {}
+        instruction = quote_forwarded(message)
+        if (stored.chat_id, instruction) in reported:
+            return  # cut after it was queued or started: a card above reports it, and its Resume runs it
+        if await self._report_as_run(stored.chat_id, message, instruction):
+            return
         what = str(message.get("text") or message.get("caption") or _kind_of(message))
         try:
             await s.sender.send(
@@ -311,6 +324,25 @@ class BotApp:
             )
         except TelegramError as exc:
             logger.warning("could not report the cut update %s: %s", stored.update_id, exc)
+
+    async def _report_as_run(self, chat_id: int, message: dict[str, Any], instruction: str) -> bool:
+        """A text instruction cut before it was queued or run: reported as a cut run, so Resume runs it once.
+        Commands, voice, files and replies (a correction, perhaps) are only reported."""
+        s = self.services
+        assert s is not None
+        plain = message.get("text") and not message.get("reply_to_message") and not str(message["text"]).startswith("/")
+        if not plain or (await s.state.chat(chat_id)).pending_correction:
+            return False
+        project = await s.project_of(chat_id)
+        try:
+            run_id = await s.state.start_run(chat_id, instruction, "", project.name)
+        except ChatBusyError:  # a stored update dispatched above already runs in this chat
+            return False
+        await s.state.finish_run(run_id, "interrupted")
+        run = await s.state.get_run(run_id)
+        if run is not None:
+            await self._report_run(run, 0)
+        return run is not None
 
     # -- routing -------------------------------------------------------------------------------------
 

@@ -38,7 +38,9 @@ _R = TypeVar("_R")
 _MAX_PROMPT_WORDS = 64
 _MAX_PROMPT_CHARS = 600
 # Words of coding instructions that tiny.en mishears unprimed ("poll request", "Sash my changes", "my
-# beat" for mypy); primed after the owner's project names and keywords. bench/voice_wer.py measures them.
+# beat" for mypy). Opt-in (``glossary=CODING_TERMS``), not the default: on the coding test set they bought
+# nothing over the owner's own words (docs/benchmarks.md, "Voice") and on short notes tiny.en wrote
+# glossary words that were never said ("Run the test CI work." for "run the tests in eywa").
 CODING_TERMS: tuple[str, ...] = (
     "git", "branch", "commit", "push", "pull request", "rebase", "merge", "stash", "cherry-pick",
     "pytest", "mypy", "ruff", "lint", "CI", "README", "docstring", "refactor", "deploy", "rollback",
@@ -91,8 +93,10 @@ class Transcriber:
     folder; empty or None means the bundled ``tiny.en``. For ``backend="openai-whisper"`` it is an
     openai-whisper model name or ``.pt`` checkpoint path (default "tiny.en").
 
-    ``glossary``: terms primed on every note after the per-note hotwords (default: CODING_TERMS).
+    ``glossary``: terms primed on every note after the per-note hotwords (default none; see CODING_TERMS).
     ``temperature``: None keeps the backend's fallback ladder; a number decodes once at that temperature.
+    ``without_timestamps``: on by default: a note's text needs no timestamps, and they cost decoder steps.
+    ``cpu_threads``: 0 means min(4, cores).
 
     Use as ``async with Transcriber() as t: await t.transcribe(path)``, or call ``aclose()``.
     """
@@ -105,8 +109,8 @@ class Transcriber:
         compute_type: str = "int8",
         beam_size: int = 5,
         temperature: float | Sequence[float] | None = None,
-        glossary: Sequence[str] = CODING_TERMS,
-        without_timestamps: bool = False,
+        glossary: Sequence[str] = (),
+        without_timestamps: bool = True,
         language: str | None = None,
         device: str = "cpu",
         cpu_threads: int = 0,
@@ -125,7 +129,8 @@ class Transcriber:
         self.glossary = tuple(glossary)
         self.language = language
         self.device = device
-        self.cpu_threads = cpu_threads
+        # CTranslate2's own default is 4 threads: on a 2-core machine that oversubscribes the cores.
+        self.cpu_threads = cpu_threads if cpu_threads > 0 else min(4, os.cpu_count() or 1)
         self.download_root = download_root
         self.temp_dir = temp_dir
         self._model: Any = None

@@ -201,7 +201,7 @@ class _Rollout:
         )
 
     def _event(self, p: dict[str, Any], ts: str, line_no: int) -> None:
-        kind = _s(p, "type") or "(no type)"
+        kind = type_name(p.get("type"))
         self.event_counts[kind] += 1
         if kind in ("user_message", "agent_message") and _s(p, "message"):
             role = "user" if kind == "user_message" else "assistant"

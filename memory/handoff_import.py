@@ -145,6 +145,7 @@ class _Ready:
     path: Path
     handoff: Handoff
     markdown: str
+    terms: frozenset[tuple[int, str]]  # what the handoff is posted under, worked out by the reader
 
 
 def _prepare(seq: int, path: Path, redactor: Redactor) -> _Ready:
@@ -152,7 +153,7 @@ def _prepare(seq: int, path: Path, redactor: Redactor) -> _Ready:
     if h.source not in _KEPT_SOURCES:
         h = replace(h, source="import")
     h, markdown = normalized(h, redactor, redactor.redact_obj, path=path)
-    return _Ready(seq, path, h, markdown)
+    return _Ready(seq, path, h, markdown, frozenset(index.handoff_terms(h.projects, h.keywords)))
 
 
 @dataclass(slots=True)
@@ -186,6 +187,7 @@ def _store_steps(item: _Ready) -> Steps[object]:
         substance=h.substance,
         kind=h.kind.value,
         duration_min=h.duration_min,
+        terms=item.terms,
     )
     # A handoff-only session: its own text is all there is to recall its details by.
     return (None if old_date is None else str(old_date)), not has_transcript

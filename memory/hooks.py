@@ -5,6 +5,10 @@ a slow or broken memory must never keep Claude from starting. SessionEnd hands t
 detached ``memory ingest`` so Claude's exit is never delayed by ingest or extraction. In a private project
 (memory.privacy) neither does anything: such a session is not grounded on other projects' handoffs and
 leaves nothing in memory; elsewhere the grounding leaves private projects' handoffs out.
+
+With a memory service (``MACUPOS_MEMORY_URL``) SessionStart grounds on the service, failing open within
+2 s when it is unreachable, and starts a detached ``memory sync`` of the outbox; SessionEnd's detached
+ingest redacts the transcript here and sends it through the outbox (memory.outbox).
 """
 
 from __future__ import annotations
@@ -276,13 +280,19 @@ def _payload_str(payload: Mapping[str, Any], key: str) -> str:
 async def _remote_grounding(settings: MemorySettings, project: str, detach_command: Sequence[str]) -> str:
     """The memory service's grounding. An unreachable service costs at most ``_PROBE_S`` (fail open); a
     reachable one also gets the outbox flushed, by a detached `memory sync` (memory.outbox)."""
-    from memory.remote import RemoteEywa
-    from memory.remote_http import Timeouts
+    from memory.remote_http import ServiceClient, Timeouts
 
     budget_s = min(settings.hook_budget_s, _TIMEOUTS["SessionStart"] - _STARTUP_S)
-    eywa = await RemoteEywa.open(settings, timeouts=Timeouts(connect=_PROBE_S, read=budget_s, upload=budget_s))
+    client = ServiceClient(settings.memory_url, settings.api_key, Timeouts(_PROBE_S, budget_s, budget_s))
     try:
-        await eywa.client.healthz(_PROBE_S)
+        await client.healthz(_PROBE_S)  # before the memory stack is imported: a dead service costs little
+    except BaseException:
+        await client.aclose()
+        raise
+    from memory.remote import RemoteEywa
+
+    eywa = RemoteEywa(settings, client)
+    try:
         if detach_command and eywa.outbox.entries():
             _detach(settings, [*detach_command, "memory", "sync"], "session-start")
         grounding = await eywa.get("", project=project or None)

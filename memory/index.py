@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 
 import aiosqlite
 
@@ -100,8 +100,13 @@ def index_handoff_steps(
     substance: int,
     kind: str,
     duration_min: float | None = None,
+    terms: Set[tuple[int, str]] | None = None,
 ) -> Steps[None]:
-    """:func:`index_handoff` as statements (:mod:`memory.sqlsteps`), for either kind of connection."""
+    """:func:`index_handoff` as statements (:mod:`memory.sqlsteps`), for either kind of connection.
+
+    ``terms``: :func:`handoff_terms` of ``projects`` and ``keywords`` when the caller has them already (a
+    bulk import computes them in its worker process, off the writer's path).
+    """
     if kind not in INDEXED_KINDS or substance < 1:
         yield from _replace(session_id, set())
         return
@@ -109,7 +114,7 @@ def index_handoff_steps(
         found = yield Op.row("SELECT duration_min FROM handoffs WHERE session_id = ?", (session_id,))
         duration_min = float(found[0]) if found else 0.0
     dur = max(0.0, duration_min)
-    rows: set[_Row] = {(f, t, ts, dur) for f, t in handoff_terms(projects, keywords)}
+    rows: set[_Row] = {(f, t, ts, dur) for f, t in (handoff_terms(projects, keywords) if terms is None else terms)}
     rows.add((FIELD_DOC, "", ts, dur))
     yield from _replace(session_id, rows)
     yield Op.many(

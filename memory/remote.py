@@ -51,6 +51,13 @@ _EXPORT_MAX_FILE = 1024 * 1024  # a handoff in an export is at most what an uplo
 _PAGE = 500  # the service's largest handoff page
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # gone since it was found: reported when it is read
+        return 0
+
+
 def _check_file(path: Path) -> None:
     """SourceUnreadableError unless ``path`` is a regular file (as the local ``extract`` checks)."""
     try:
@@ -129,7 +136,7 @@ class RemoteEywa:
         privacy = load_privacy(s)
         sent = SentIndex(self.outbox.folder).load()
         pending = {e.name for e in self.outbox.entries()}
-        total = sum(f.path.stat().st_size for f in found.files if f.path.is_file())
+        total = sum(_size(f.path) for f in found.files)
         done = 0
         for src in found.files:
             name = upload_name(src, s)

@@ -235,22 +235,26 @@ def _triggers() -> dict[str, str]:
     out = {}
     for table, feeds in sorted(by_table.items()):
         for event, refs in (("INSERT", ("NEW",)), ("UPDATE", ("OLD", "NEW")), ("DELETE", ("OLD",))):
-            values = ", ".join(
-                f"('{name}', json_array({', '.join(f'{ref}.{c}' for c in cols)}))"
+            # Not INSERT OR IGNORE: a statement's own conflict clause (an upsert, OR REPLACE) overrides the
+            # ones in the triggers it fires, so a second note of a group would abort the write.
+            notes = " ".join(
+                f"INSERT INTO _replica_changes(mirror, key) SELECT '{name}', k FROM (SELECT json_array("
+                f"{', '.join(f'{ref}.{c}' for c in cols)}) AS k) WHERE NOT EXISTS (SELECT 1 FROM _replica_changes"
+                f" WHERE mirror = '{name}' AND key = k);"
                 for ref in refs
                 for name, cols in feeds
             )
             trigger = f"_replica_{table}_{event.lower()}"
-            out[trigger] = (
-                f"CREATE TRIGGER IF NOT EXISTS {trigger} AFTER {event} ON {table} BEGIN"
-                f" INSERT OR IGNORE INTO _replica_changes(mirror, key) VALUES {values}; END"
-            )
+            out[trigger] = f"CREATE TRIGGER IF NOT EXISTS {trigger} AFTER {event} ON {table} BEGIN {notes} END"
     return out
 
 
 def install_capture(conn: sqlite3.Connection) -> None:
-    """Create the change log, the replica state table and the triggers (idempotent)."""
-    for ddl in (*_STATE_DDL, *_triggers().values()):
+    """Create the change log and the replica state table, and (re)create the triggers as this code writes them."""
+    for ddl in _STATE_DDL:
+        conn.execute(ddl)
+    for trigger, ddl in _triggers().items():
+        conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
         conn.execute(ddl)
 
 

@@ -111,7 +111,7 @@ def _row(r: Any) -> HandoffRow:
 
 
 def _where(project: str | None) -> tuple[str, list[str]]:
-    where = "review = 'pending' AND kind != 'subagent'"
+    where = "review = 'pending' AND parent_id = ''"
     args: list[str] = []
     if project:
         where += " AND EXISTS (SELECT 1 FROM json_each(handoffs.projects) WHERE lower(value) = lower(?))"
@@ -120,7 +120,8 @@ def _where(project: str | None) -> tuple[str, list[str]]:
 
 
 async def pending(eywa: Eywa, *, limit: int = 20, offset: int = 0, project: str | None = None) -> list[HandoffRow]:
-    """The handoffs waiting for review (subagents' aside: they are read with their parent), newest first."""
+    """The handoffs waiting for review, newest first; subagents' and linked Codex rollouts' aside (they are
+    read with their parent)."""
     where, args = _where(project)
     sql = f"SELECT {_COLS} FROM handoffs WHERE {where} ORDER BY ts DESC, session_id LIMIT ? OFFSET ?"
     rows = await eywa.db.read(lambda conn: conn.execute(sql, (*args, limit, offset)).fetchall())

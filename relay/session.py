@@ -290,13 +290,20 @@ class ClaudeSession:
             stderr=self._stderr.append,
         )
         client = ClaudeSDKClient(options)
+        limit = self.settings.idle_timeout_s
+        connecting = asyncio.ensure_future(client.connect())
         try:
-            async with asyncio.timeout(self.settings.idle_timeout_s):
-                await client.connect()
+            await asyncio.wait_for(asyncio.shield(connecting), limit)
         # The SDK raises a bare Exception when the CLI's initialize handshake times out.
-        except Exception as exc:
+        except BaseException as exc:
+            # The CLI goes first: the SDK's own clean-up would give a silent one 5 s to exit by itself.
             _kill_all(None, self.tag)
-            raise self._failure(f"Claude Code did not start: {exc}", exc) from exc
+            connecting.cancel()
+            await asyncio.gather(connecting, return_exceptions=True)
+            if not isinstance(exc, Exception):
+                raise  # cancelled
+            why = f"no answer to its start-up handshake in {limit:g} s" if isinstance(exc, TimeoutError) else exc
+            raise self._failure(f"Claude Code did not start: {why}", exc) from exc
         transport = getattr(client, "_transport", None)  # the SDK exposes no PID; this is best effort
         process = getattr(transport, "_process", None)
         self._pid = getattr(process, "pid", None)

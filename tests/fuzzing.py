@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -31,6 +31,7 @@ __all__ = [
     "lines_of",
     "mutated_bytes",
     "mutated_json",
+    "pick",
     "records",
     "shaped",
     "texts",
@@ -38,6 +39,7 @@ __all__ = [
     "toml_value",
 ]
 
+T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[1]
 _DEEP = "\x00deep:"  # a junk string that json_bytes turns into a deep nest (json.dumps itself cannot write one)
 _DEEP_JSON = re.compile(r'"\\u0000deep:(\d+)"')
@@ -92,6 +94,12 @@ def _deep_json(depth: int) -> str:
     opens = "".join('{"k":' if i % 2 else "[" for i in range(depth))
     closes = "".join("}" if i % 2 else "]" for i in reversed(range(depth)))
     return opens + "0" + closes
+
+
+def pick(items: Sequence[T]) -> st.SearchStrategy[T]:
+    """One of ``items``, like sampled_from, but with a short repr: hypothesis shows a strategy's repr, and
+    sampled_from's holds every item (whole fixture files)."""
+    return st.integers(0, len(items) - 1).map(items.__getitem__)
 
 
 def shaped(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:

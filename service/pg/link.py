@@ -1,10 +1,11 @@
-"""The service's link to PostgreSQL: a bounded pool (psycopg 3, async), the schema migrations, every statement
-under a deadline, and the two kinds of tenant transaction the replicas use.
+"""The service's link to PostgreSQL: a bounded pool of psycopg 3 async connections, the schema migrations,
+every statement under a deadline, and the two kinds of tenant transaction the replicas use.
 
-Every failure to reach or hear from the database (refused, reset, shutting down, a deadline, a pool with no
-free connection in time) is :class:`DatabaseUnavailable`, a 503 with ``Retry-After``: the request can be
-retried as it is, and the next one works once the database is back, on a fresh connection (the pool checks
-each before lending it). Its message never carries the database URL (it may hold a password).
+Every failure to reach or hear from the database (refused, reset, shutting down, a deadline, no free
+connection in time) is :class:`DatabaseUnavailable`, a 503 with ``Retry-After``: the request can be retried
+as it is. The pool connects in the caller's own time, with no background reconnection and its back-off: while
+the database is down a request fails at once, and the first one after it is back connects and succeeds. Its
+message never carries the database URL (it may hold a password).
 
 Tenant transactions run as role ``macupos_tenant`` with ``macupos.tenant`` set (``set_config(..., true)``:
 for this transaction only), so row-level security is the second wall around each tenant's rows whatever
@@ -17,13 +18,13 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from memory.db import SCHEMA_VERSION
 from service.errors import ServiceUnavailable
@@ -102,6 +103,15 @@ class TenantTx:
         async with self.link.guard():
             await self.conn.execute(query, params)
 
+    async def many(self, statements: Sequence[tuple[Query, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
+        """Several statements in one round trip (a pipeline); the rows of each (none for a write)."""
+        if not statements:
+            return []
+        async with self.link.guard():
+            async with self.conn.pipeline():
+                cursors = [await self.conn.execute(q, p) for q, p in statements]
+            return [await c.fetchall() if c.description else [] for c in cursors]
+
     def stream(self, query: Query, params: Sequence[Any] = (), batch: int = 5000) -> Stream:
         return Stream(self, query, params, batch)
 
@@ -128,13 +138,77 @@ class Stream:
                 await cur.close()
 
 
-_UNAVAILABLE = (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout)
+_UNAVAILABLE = (psycopg.OperationalError, psycopg.InterfaceError)
+_CHECK_AFTER_S = 1.0  # a connection idle longer is checked (one empty statement) before it is lent again
+
+
+class Pool:
+    """At most ``max_size`` connections, idle ones kept for reuse; a broken one is dropped, not lent again."""
+
+    def __init__(self, conninfo: str, kwargs: dict[str, Any], max_size: int, wait_s: float) -> None:
+        self.conninfo = conninfo
+        self.kwargs = kwargs
+        self.max_size = max_size
+        self.wait_s = wait_s
+        self._slots = asyncio.Semaphore(max_size)
+        self._idle: list[tuple[AConn, float]] = []
+        self.opened = 0  # connections made, for the benchmarks
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[AConn]:
+        try:
+            async with asyncio.timeout(self.wait_s):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise DatabaseUnavailable("every database connection is busy; try again") from None
+        conn: AConn | None = None
+        try:
+            conn = await self._get()
+            yield conn
+        finally:
+            if conn is not None:
+                await self._put(conn)
+            self._slots.release()
+
+    async def _get(self) -> AConn:
+        while self._idle:
+            conn, since = self._idle.pop()
+            if conn.closed or conn.broken:
+                continue
+            if time.monotonic() - since > _CHECK_AFTER_S:
+                try:
+                    async with asyncio.timeout(5):
+                        await conn.execute("")
+                except (TimeoutError, psycopg.Error):
+                    await self._drop(conn)
+                    continue
+            return conn
+        conn = await psycopg.AsyncConnection.connect(self.conninfo, **self.kwargs)
+        self.opened += 1
+        return conn
+
+    async def _put(self, conn: AConn) -> None:
+        if conn.closed or conn.broken or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            await self._drop(conn)  # mid-statement (a cancelled request), in a transaction, or dead
+        else:
+            self._idle.append((conn, time.monotonic()))
+
+    @staticmethod
+    async def _drop(conn: AConn) -> None:
+        with contextlib.suppress(psycopg.Error, TimeoutError):
+            async with asyncio.timeout(5):
+                await conn.close()
+
+    async def close(self) -> None:
+        idle, self._idle = self._idle, []
+        for conn, _ in idle:
+            await self._drop(conn)
 
 
 class PgLink:
     """Open with :meth:`open`; one per process, shared by the key store and every tenant."""
 
-    def __init__(self, pool: AsyncConnectionPool[AConn], *, timeout_s: float, database_id: str) -> None:
+    def __init__(self, pool: Pool, *, timeout_s: float, database_id: str) -> None:
         self.pool = pool
         self.timeout_s = timeout_s  # each statement (the server's statement_timeout, and ours a bit later)
         self.database_id = database_id
@@ -144,25 +218,18 @@ class PgLink:
         cls, url: str, *, max_size: int = 16, timeout_s: float = 30.0, connect_timeout_s: float = 10.0
     ) -> PgLink:
         """Connect (a pool of up to ``max_size``), migrate the schema, and check it mirrors this memory schema."""
-        options = f"-c statement_timeout={int(timeout_s * 1000)} -c idle_in_transaction_session_timeout=0"
-        pool: AsyncConnectionPool[AConn] = AsyncConnectionPool(
-            url,
-            min_size=1,
-            max_size=max_size,
-            kwargs={
-                "autocommit": True,
-                "connect_timeout": max(1, int(connect_timeout_s)),
-                "options": options,
-                "application_name": "macupos serve",
-            },
-            timeout=connect_timeout_s,  # waiting for a free connection
-            check=AsyncConnectionPool.check_connection,  # a connection the server dropped is replaced, not lent
-            open=False,
-            name="macupos",
-        )
+        options = f"-c statement_timeout={int(timeout_s * 1000)}"
+        kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "connect_timeout": max(1, int(connect_timeout_s)),
+            "options": options,
+            "application_name": "macupos serve",
+        }
+        pool = Pool(url, kwargs, max_size, wait_s=timeout_s)
         try:
-            await pool.open(wait=True, timeout=connect_timeout_s)
-        except (PoolTimeout, psycopg.Error) as exc:
+            async with pool.connection():
+                pass
+        except (DatabaseUnavailable, psycopg.Error) as exc:
             await pool.close()
             raise DatabaseUnavailable(f"cannot connect to the database ({redact_url(url)})") from exc
         link = cls(pool, timeout_s=timeout_s, database_id="")
@@ -252,12 +319,13 @@ class PgLink:
         async with self.connection() as conn:
             try:
                 async with self.guard():
-                    await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    cur = await conn.execute(
-                        "SELECT seq, generation FROM macupos.tenants WHERE tenant_id = %s", (tenant,)
-                    )
+                    async with conn.pipeline():  # one round trip
+                        await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                        cur = await conn.execute(
+                            "SELECT seq, generation FROM macupos.tenants WHERE tenant_id = %s", (tenant,)
+                        )
+                        await self._enter_tenant(conn, tenant)
                     row = await cur.fetchone()
-                    await self._enter_tenant(conn, tenant)
                 seq, generation = (int(row[0]), str(row[1])) if row else (0, "")
                 yield TenantTx(conn, tenant, seq, generation, self)
             finally:
@@ -272,23 +340,24 @@ class PgLink:
             committed = False
             try:
                 async with self.guard(lock_wait_s + self.timeout_s + 5):
-                    await conn.execute("BEGIN")
-                    await conn.execute(
-                        "SELECT set_config('lock_timeout', %s, true), set_config('statement_timeout', %s, true)",
-                        (f"{int(lock_wait_s * 1000)}ms", f"{int((lock_wait_s + self.timeout_s) * 1000)}ms"),
-                    )
-                    cur = await conn.execute(
-                        "UPDATE macupos.tenants SET seq = seq + 1 WHERE tenant_id = %s RETURNING seq, generation",
-                        (tenant,),
-                    )
+                    async with conn.pipeline():  # one round trip
+                        await conn.execute("BEGIN")
+                        await conn.execute(
+                            "SELECT set_config('lock_timeout', %s, true), set_config('statement_timeout', %s, true)",
+                            (f"{int(lock_wait_s * 1000)}ms", f"{int((lock_wait_s + self.timeout_s) * 1000)}ms"),
+                        )
+                        cur = await conn.execute(
+                            "UPDATE macupos.tenants SET seq = seq + 1 WHERE tenant_id = %s RETURNING seq, generation",
+                            (tenant,),
+                        )
+                        await conn.execute(
+                            "SELECT set_config('lock_timeout', '0', true), set_config('statement_timeout', %s, true),"
+                            " set_config('role', %s, true), set_config('macupos.tenant', %s, true)",
+                            (f"{int(self.timeout_s * 1000)}ms", TENANT_ROLE, tenant),
+                        )
                     row = await cur.fetchone()
-                    if row is None:
-                        raise LookupError(f"no tenant {tenant!r} in the database")
-                    await conn.execute(
-                        "SELECT set_config('lock_timeout', '0', true), set_config('statement_timeout', %s, true)",
-                        (f"{int(self.timeout_s * 1000)}ms",),
-                    )
-                    await self._enter_tenant(conn, tenant)
+                if row is None:
+                    raise LookupError(f"no tenant {tenant!r} in the database")
                 tx = TenantTx(conn, tenant, int(row[0]), str(row[1]), self)
                 yield tx
                 if tx.seq:

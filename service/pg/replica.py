@@ -40,9 +40,18 @@ from memory.db import SCHEMA_VERSION, Database
 from memory.facts.events import load_origin
 from memory.replicate import MIRRORS, Key, Mirror, Row
 from service.errors import ServiceUnavailable
-from service.pg.link import PgLink, TenantTx, from_pg_text, to_pg_text
+from service.pg.link import PgLink, Query, TenantTx, from_pg_text, to_pg_text
 
-__all__ = ["REBUILD_GAP", "Replica", "ReplicaStale", "build_copy", "decode_rows", "encode_columns", "push_rows"]
+__all__ = [
+    "REBUILD_GAP",
+    "Replica",
+    "ReplicaStale",
+    "build_copy",
+    "decode_rows",
+    "encode_columns",
+    "insert_statements",
+    "push_rows",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -137,16 +146,23 @@ def _size(row: Row) -> int:
     return sum(len(v) if isinstance(v, str) else 8 for v in row)
 
 
-async def push_rows(tx: TenantTx, m: Mirror, rows: list[Row], seq: int) -> None:
-    """Insert rows (their groups already cleared) stamped with ``seq``, a few megabytes per statement."""
+def insert_statements(tenant: str, m: Mirror, rows: list[Row], seq: int) -> list[tuple[Query, list[Any]]]:
+    """INSERTs of rows (their groups already cleared) stamped with ``seq``, a few megabytes each."""
     query = _insert_sql(m)
+    out: list[tuple[Query, list[Any]]] = []
     start, size = 0, 0
     for i, row in enumerate(rows):
         size += _size(row)
         if size >= _BATCH_BYTES or i + 1 == len(rows):
-            part = rows[start : i + 1]
-            await tx.run(query, [tx.tenant, seq, *encode_columns(m, part)])
+            out.append((query, [tenant, seq, *encode_columns(m, rows[start : i + 1])]))
             start, size = i + 1, 0
+    return out
+
+
+async def push_rows(tx: TenantTx, m: Mirror, rows: list[Row], seq: int) -> None:
+    """Insert rows (their groups already cleared) stamped with ``seq``."""
+    for query, params in insert_statements(tx.tenant, m, rows, seq):
+        await tx.run(query, params)
 
 
 # --- one copy, built whole --------------------------------------------------------------------------------
@@ -250,6 +266,7 @@ class Replica:
         self.facts_dir = folder / "facts"
         self.lock_wait_s = lock_wait_s
         self.lock = asyncio.Lock()  # this process's write sections and catch-ups of the copy, one at a time
+        self._moved = asyncio.Condition()
         self.opened = False
         self.cursor = 0  # the tenant's sequence this copy holds
         self.events_cursor = 0
@@ -325,6 +342,7 @@ class Replica:
                 self.events_cursor = int(state.get("events_cursor", state["cursor"]))
                 self.events_offset = int(state.get("events_offset", "0"))
                 self.origin = await asyncio.to_thread(load_origin, self.facts_dir)
+                await self._local(self._in_write, replicate.install_capture)
                 self.dirty = True  # a process killed mid-write leaves groups to put back: checked now
                 async with self.link.tenant_read(self.tenant) as tx:
                     await self._catch_up(tx, tx.seq)
@@ -366,18 +384,33 @@ class Replica:
     # -- reads ----------------------------------------------------------------------------------------
 
     async def refresh(self) -> None:
-        """Bring the copy up to the tenant's latest committed write (one indexed statement when it is)."""
-        if not self.opened or self.lock.locked() or id(self) in _INSIDE.get():
-            # A write section of this process holds the tenant: no other process can commit to it meanwhile,
-            # and the section caught the copy up when it began.
+        """Bring the copy up to the tenant's latest committed write (one indexed statement when it is).
+
+        While a write section of this process holds the copy, the read waits only until that section has
+        caught up past what the database had committed when the read began (it does that first), not for
+        the write itself; it may then see that write's rows before they are committed."""
+        if not self.opened or id(self) in _INSIDE.get():
             return
         known = await self.link.tenant_state(self.tenant)
         if known is None:
             raise ReplicaStale("the tenant is gone")
-        if known == (self.cursor, self.generation) and not self.dirty:
-            return
-        async with self.lock, self.link.tenant_read(self.tenant) as tx:
-            await self._catch_up(tx, tx.seq)
+        seq, generation = known
+        while True:
+            busy = self.lock.locked()
+            if generation == self.generation and self.cursor >= seq and (busy or not self.dirty):
+                return
+            if not busy:
+                async with self.lock, self.link.tenant_read(self.tenant) as tx:
+                    await self._catch_up(tx, tx.seq)
+                await self._moved_on()
+                return
+            async with self._moved:
+                await self._moved.wait_for(lambda: self.cursor >= seq or not self.lock.locked())
+
+    async def _moved_on(self) -> None:
+        """Wake the reads waiting for the copy to move on (its cursor advanced, or its lock was let go)."""
+        async with self._moved:
+            self._moved.notify_all()
 
     async def _catch_up(self, tx: TenantTx, upto: int) -> None:
         """Apply what the database has past the cursor, and put back the groups of a failed write."""
@@ -400,6 +433,7 @@ class Replica:
         await self._local(self._in_write, apply)
         self.cursor = upto
         self.dirty = False
+        await self._moved_on()
         if pulled.events:
             lines: dict[str, list[str]] = {}
             for origin, line in pulled.events:
@@ -410,35 +444,53 @@ class Replica:
         self.events_cursor, self.events_offset = upto, offset
 
     async def _pull(self, tx: TenantTx, upto: int, pending: dict[str, set[Key]]) -> _Pulled:
-        changes: dict[str, tuple[set[Key], list[Row]]] = {}
-        for m in MIRRORS:
-            rows: list[Row] = []
-            if self.cursor < upto:
-                rows = decode_rows(m, await tx.rows(_select(m, sql.SQL("seq > %s")), [tx.tenant, self.cursor]))
-            keys = {replicate.group_of(m, r) for r in rows}
-            back = sorted(pending.get(m.name, set()) - keys, key=repr)
-            for i in range(0, len(back), 500):
-                where, params = _group_filter(m, back[i : i + 500])
-                rows += decode_rows(m, await tx.rows(_select(m, where), [tx.tenant, *params]))
-            keys.update(back)
-            if keys:
-                changes[m.name] = (keys, rows)
+        """What changed past the cursor (and the rows of the groups to put back), in one round trip."""
+        queries: list[tuple[Query, list[Any]]] = []
         if self.cursor < upto:
-            for name, key in await tx.rows(
-                "SELECT mirror, key FROM macupos.deletions WHERE tenant_id = %s AND seq > %s",
-                [tx.tenant, self.cursor],
-            ):
+            queries += [(_select(m, sql.SQL("seq > %s")), [tx.tenant, self.cursor]) for m in MIRRORS]
+            queries.append(
+                (
+                    "SELECT mirror, key FROM macupos.deletions WHERE tenant_id = %s AND seq > %s",
+                    [tx.tenant, self.cursor],
+                )
+            )
+        if self.events_cursor < upto:
+            queries.append(
+                (
+                    "SELECT origin, line FROM macupos.facts_events WHERE tenant_id = %s AND seq > %s AND seq <= %s"
+                    " ORDER BY seq, at_ms, id",
+                    [tx.tenant, self.events_cursor, upto],
+                )
+            )
+        back: list[tuple[Mirror, list[Key]]] = []
+        for m in MIRRORS:
+            keys = sorted(pending.get(m.name, set()), key=repr)
+            for i in range(0, len(keys), 500):
+                where, params = _group_filter(m, keys[i : i + 500])
+                queries.append((_select(m, where), [tx.tenant, *params]))
+                back.append((m, keys[i : i + 500]))
+        results = iter(await tx.many(queries))
+        changes: dict[str, tuple[set[Key], list[Row]]] = {}
+
+        def add(m: Mirror, keys: Iterable[Key], rows: list[Row]) -> None:
+            entry = changes.setdefault(m.name, (set(), []))
+            entry[0].update(keys)
+            have = {replicate.group_of(m, r) for r in entry[1]}
+            entry[1].extend(r for r in rows if replicate.group_of(m, r) not in have)
+
+        if self.cursor < upto:
+            for m in MIRRORS:
+                rows = decode_rows(m, next(results))
+                if rows:
+                    add(m, {replicate.group_of(m, r) for r in rows}, rows)
+            for name, key in next(results):
                 if str(name) in replicate.MIRROR_NAMES:
-                    entry = changes.setdefault(str(name), (set(), []))
-                    entry[0].add(tuple(json.loads(from_pg_text(str(key)))))
+                    add(replicate.mirror(str(name)), [tuple(json.loads(from_pg_text(str(key))))], [])
         events: list[tuple[str, str]] = []
         if self.events_cursor < upto:
-            found = await tx.rows(
-                "SELECT origin, line FROM macupos.facts_events WHERE tenant_id = %s AND seq > %s AND seq <= %s"
-                " ORDER BY seq, at_ms, id",
-                [tx.tenant, self.events_cursor, upto],
-            )
-            events = [(str(o), from_pg_text(str(line))) for o, line in found]
+            events = [(str(o), from_pg_text(str(line))) for o, line in next(results)]
+        for m, keys in back:
+            add(m, keys, decode_rows(m, next(results)))
         return _Pulled(changes, events)
 
     # -- this copy's facts events -----------------------------------------------------------------------
@@ -499,31 +551,47 @@ class Replica:
         return _Collected(changes, events, offset)
 
     async def _push(self, tx: TenantTx, got: _Collected) -> None:
+        """The changed groups' rows replace the database's, in one round trip (a few for a big write)."""
+        statements: list[tuple[Query, list[Any]]] = []
         for name, (keys, rows) in got.changes.items():
             m = replicate.mirror(name)
             ordered = sorted(keys, key=repr)
             for i in range(0, len(ordered), 500):
                 where, params = _group_filter(m, ordered[i : i + 500])
-                await tx.run(
-                    sql.SQL("DELETE FROM macupos.{} WHERE tenant_id = %s AND {}").format(sql.Identifier(name), where),
-                    [tx.tenant, *params],
+                delete = sql.SQL("DELETE FROM macupos.{} WHERE tenant_id = %s AND {}").format(
+                    sql.Identifier(name), where
                 )
-            await push_rows(tx, m, rows, tx.seq)
+                statements.append((delete, [tx.tenant, *params]))
+            statements += insert_statements(tx.tenant, m, rows, tx.seq)
             gone = keys - {replicate.group_of(m, r) for r in rows}
             if gone:
-                await tx.run(
-                    "INSERT INTO macupos.deletions(tenant_id, mirror, key, seq) SELECT %s, %s, unnest(%s::text[]), %s"
-                    " ON CONFLICT (tenant_id, mirror, key) DO UPDATE SET seq = excluded.seq",
-                    [tx.tenant, name, [to_pg_text(json.dumps(list(k))) for k in sorted(gone, key=repr)], tx.seq],
+                statements.append(
+                    (
+                        "INSERT INTO macupos.deletions(tenant_id, mirror, key, seq)"
+                        " SELECT %s, %s, unnest(%s::text[]), %s"
+                        " ON CONFLICT (tenant_id, mirror, key) DO UPDATE SET seq = excluded.seq",
+                        [tx.tenant, name, [to_pg_text(json.dumps(list(k))) for k in sorted(gone, key=repr)], tx.seq],
+                    )
                 )
         if got.events:
             ids, at, origins, lines = (list(x) for x in zip(*got.events, strict=True))
-            await tx.run(
-                "INSERT INTO macupos.facts_events(tenant_id, id, at_ms, origin, line, seq)"
-                " SELECT %s, u.*, %s FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::text[]) AS u"
-                " ON CONFLICT (tenant_id, id) DO NOTHING",
-                [tx.tenant, tx.seq, ids, at, origins, [to_pg_text(x) for x in lines]],
+            statements.append(
+                (
+                    "INSERT INTO macupos.facts_events(tenant_id, id, at_ms, origin, line, seq)"
+                    " SELECT %s, u.*, %s FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::text[]) AS u"
+                    " ON CONFLICT (tenant_id, id) DO NOTHING",
+                    [tx.tenant, tx.seq, ids, at, origins, [to_pg_text(x) for x in lines]],
+                )
             )
+        size = 0
+        batch: list[tuple[Query, list[Any]]] = []
+        for statement in statements:  # a pipeline holds its parameters in memory: a few megabytes a trip
+            batch.append(statement)
+            size += sum(len(v) if isinstance(v, str) else 8 for p in statement[1] if isinstance(p, list) for v in p)
+            if size >= _BATCH_BYTES:
+                await tx.many(batch)
+                batch, size = [], 0
+        await tx.many(batch)
 
     @contextlib.asynccontextmanager
     async def gate(self) -> AsyncIterator[None]:
@@ -533,34 +601,41 @@ class Replica:
             return
         if not self.opened:
             await self.open()
-        async with self.lock:
-            token = _INSIDE.set(_INSIDE.get() | {id(self)})
-            try:
-                async with self.link.tenant_write(self.tenant, self.lock_wait_s) as tx:
-                    seq = tx.seq
-                    await self._catch_up(tx, seq - 1)
-                    self.dirty = True  # from here the copy may hold what the database does not (yet)
-                    yield
-                    got = await self._local(self._collect)
-                    if got.changes or got.events:
-                        await self._push(tx, got)
-                    else:
-                        tx.seq = 0  # nothing written: the sequence is not bumped
+        try:
+            async with self.lock, self._section():
+                yield
+        finally:
+            await self._moved_on()
+
+    @contextlib.asynccontextmanager
+    async def _section(self) -> AsyncIterator[None]:
+        token = _INSIDE.set(_INSIDE.get() | {id(self)})
+        try:
+            async with self.link.tenant_write(self.tenant, self.lock_wait_s) as tx:
+                seq = tx.seq
+                await self._catch_up(tx, seq - 1)
+                self.dirty = True  # from here the copy may hold what the database does not (yet)
+                yield
+                got = await self._local(self._collect)
                 if got.changes or got.events:
+                    await self._push(tx, got)
+                else:
+                    tx.seq = 0  # nothing written: the sequence is not bumped
+            if got.changes or got.events:
 
-                    def mark(conn: sqlite3.Connection) -> None:
-                        replicate.clear_changes(conn)
-                        replicate.set_state(conn, cursor=seq, events_cursor=seq, events_offset=got.offset)
+                def mark(conn: sqlite3.Connection) -> None:
+                    replicate.clear_changes(conn)
+                    replicate.set_state(conn, cursor=seq, events_cursor=seq, events_offset=got.offset)
 
-                    await self._local(self._in_write, mark)
-                    self.cursor = self.events_cursor = seq
-                    self.events_offset = got.offset
-                self.dirty = False
-            except BaseException:
-                await self._put_back()
-                raise
-            finally:
-                _INSIDE.reset(token)
+                await self._local(self._in_write, mark)
+                self.cursor = self.events_cursor = seq
+                self.events_offset = got.offset
+            self.dirty = False
+        except BaseException:
+            await self._put_back()
+            raise
+        finally:
+            _INSIDE.reset(token)
 
     async def _put_back(self) -> None:
         """After a failed write section: the database's rows back in place of the copy's, if it answers now

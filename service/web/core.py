@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,9 +186,13 @@ class Web:
                         )
                 if SCOPES.index(login.scope) < SCOPES.index(scope):
                     raise WebError(f"this login's scope is {login.scope!r}; this needs {scope!r}", status=403)
+                started = time.perf_counter()
                 async with asyncio.timeout(svc.settings.limits.request_timeout_s):
                     async with svc.tenants.lease(login.tenant) as tenant:
-                        return await handler(WebCall(request, login, tenant, svc, self, form))
+                        response = await handler(WebCall(request, login, tenant, svc, self, form))
+                # The page's own time (reads and rendering), for the browser's devtools and bench/web_pages.py.
+                response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
+                return response
             except TimeoutError:
                 return self.error_page(request, 504, "the page took too long; try again", login)
             except ServiceError as exc:

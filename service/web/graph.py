@@ -175,9 +175,10 @@ def layout(graph: FactsGraph, *, iterations: int = 120) -> dict[str, tuple[float
         temp = max(0.002, temp * 0.96)
     xs = [p[0] for p in pos.values()]
     ys = [p[1] for p in pos.values()]
-    w = (max(xs) - min(xs)) or 1.0
-    h = (max(ys) - min(ys)) or 1.0
-    return {k: ((p[0] - min(xs)) / w, (p[1] - min(ys)) / h) for k, p in pos.items()}
+    # One scale for both axes (no stretching), centred in the unit square.
+    span = max(max(xs) - min(xs), max(ys) - min(ys)) or 1.0
+    cx, cy = (max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2
+    return {k: (0.5 + (p[0] - cx) / span, 0.5 + (p[1] - cy) / span) for k, p in pos.items()}
 
 
 def to_svg(graph: FactsGraph, *, size: int = 900) -> str:

@@ -60,7 +60,6 @@ async def search_page(call: WebCall) -> Response:
     days = query(r, "days_back", limit=20)
     k = query_int(r, "max", 5, 1, 5)
     results: list[dict[str, Any]] = []
-    hits: list[dict[str, Any]] = []
     if q or project:
         eywa = await call.tenant.eywa()
         g = await eywa.get(q, project=project or None, days_back=_days_back(days), max_handoffs=k)
@@ -73,11 +72,7 @@ async def search_page(call: WebCall) -> Response:
                     "body": render_markdown(_handoff_parts(md)[1]) if md else "",
                 }
             )
-        if q:
-            hits = [asdict(h) for h in await eywa.search(q, 10)]
-    return call.render(
-        "search.html", nav="search", q=q, project=project, days_back=days, max=k, results=results, hits=hits
-    )
+    return call.render("search.html", nav="search", q=q, project=project, days_back=days, max=k, results=results)
 
 
 async def sessions_page(call: WebCall) -> Response:

@@ -1,5 +1,6 @@
 """Exactly once across a crash: `macupos bot` killed mid-run; the next start reports it, re-runs nothing, resumes
-on the owner's word; stored updates are handled (never started) or reported (cut mid-way)."""
+on the owner's word; stored updates are handled (never started) or reported (cut mid-way: a text instruction
+with its Resume button)."""
 
 from __future__ import annotations
 
@@ -81,7 +82,12 @@ async def test_stored_updates_are_handled_if_never_started_and_reported_if_cut(h
     settings.home.mkdir(parents=True, exist_ok=True)
     state = await BotState.open(settings.db_path)
     try:
-        for update_id, text, status in ((900, "/status", "received"), (901, "deploy it to production", "handling")):
+        rows = (
+            (900, "/status", "received"),
+            (901, "deploy it to production", "handling"),
+            (902, "/remember the deploy key rotates monthly", "handling"),
+        )
+        for update_id, text, status in rows:
             payload = _message(update_id, text)
             assert await state.claim_update(update_id, OWNER, OWNER, "message", payload)
             await state.mark_update(update_id, status)  # type: ignore[arg-type]
@@ -91,10 +97,18 @@ async def test_stored_updates_are_handled_if_never_started_and_reported_if_cut(h
     app = await h.start()
     assert app.services is not None
     await h.wait_text(lambda t: t.startswith("📁 Project"))  # the stored /status ran now
-    cut = await h.wait_text(lambda t: "deploy it to production" in t)
-    assert "not re-run" in cut
+    # A text instruction cut before it was queued or run is reported like a cut run: Resume runs it once.
+    card = await h.wait_message(lambda m: "deploy it to production" in str(m.get("text", "")))
+    assert "Nothing has been re-run" in card["text"] and button(card, "Resume")
+    cut_command = await h.wait_text(lambda t: "/remember the deploy key" in t)  # a command is only reported
+    assert "not re-run" in cut_command
     await h.wait_handled(app)
     assert h.claude.arrivals == 0
     done, cut_update = (await app.services.state.get_update(900)), (await app.services.state.get_update(901))
     assert done is not None and done.status == "done"
     assert cut_update is not None and cut_update.status == "interrupted"
+
+    h.claude.default = "Deployed."
+    h.tg.push_callback(OWNER, OWNER, card["message_id"], button(card, "Resume"))
+    await h.wait_text(lambda t: "Deployed." in t)
+    assert h.claude.arrivals == 1 and "deploy it to production" in last_user_text(h.claude.bodies[-1])

@@ -85,6 +85,8 @@ async def test_an_instruction_is_grounded_answered_and_its_handoff_reviewed_and_
     await h.wait_message(lambda m: "Kept" in str(m.get("text", "")))
     review = await app.services.state.get_review(session_id)
     assert review is not None and review.state == "kept"
+    kept = (await app.services.eywa.show(session_id)).handoff  # memory's own flag: off the web review queue too
+    assert kept is not None and kept.review == "kept"
 
     h.tg.push_message(OWNER, OWNER, "/recall zeppelin")
     reply = await h.wait_text(lambda t: t.startswith("🔎"))

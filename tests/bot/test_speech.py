@@ -189,15 +189,16 @@ async def test_round_trip_speech_to_opus_to_whisper_recovers_the_words(
     speaker: Speaker, transcriber: Transcriber
 ) -> None:
     answer = (
-        "All tests pass and the branch is pushed.\n\n```\ngit push origin main\n```\n\n"
-        "I fixed the retry loop in `bot/voice.py`. Should I open a pull request?"
+        "All the tests pass now, and the new branch is on the server.\n\n```\ngit push origin main\n```\n\n"
+        "The retry loop in `bot/voice.py` waits longer after each failure, and the upload works again. "
+        "Should I open a pull request for the review?"
     )
     said = spoken_summary(answer)
     note = await speaker.synthesize(said)
     codec, rate, channels, decoded_s = probe(note)
     assert (codec, rate, channels) == ("opus", 48_000, 1)
     assert abs(decoded_s - note.duration_s) < 0.1  # the end is not cut: resampler and encoder were flushed
-    assert 2.0 < note.duration_s < 15.0
+    assert 5.0 < note.duration_s < 20.0
     assert len(note.ogg) < 8_000 * note.duration_s  # a voice bitrate, not a music one
     heard = (await transcriber.transcribe(note.ogg)).text
     assert recovered(said, heard) >= 0.9, heard

@@ -123,8 +123,8 @@ def test_the_coding_glossary_follows_the_owners_words_in_the_prompt() -> None:
     assert full is not None and "Project39" in full and "git" in full
 
 
-async def test_the_glossary_primes_coding_words(transcriber: Transcriber, voice_note: VoiceNote) -> None:
-    # Unprimed, tiny.en writes "my pie" or "my beat" for mypy; the default glossary has it.
-    assert transcriber.glossary == CODING_TERMS
-    primed = await transcriber.transcribe(voice_note("add type hints and run mypy"))
-    assert "mypy" in primed.text.lower()
+async def test_a_glossary_primes_every_note_after_the_hotwords(transcriber: Transcriber, voice_note: VoiceNote) -> None:
+    assert transcriber.glossary == ()  # opt-in: see CODING_TERMS
+    async with Transcriber(glossary=["Eywa", "Macupos"]) as primed:
+        result = await primed.transcribe(voice_note("run the tests in eywa"))
+    assert "Eywa" in result.text

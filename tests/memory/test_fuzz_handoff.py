@@ -116,6 +116,7 @@ def handoff_texts(draw: st.DrawFn) -> str:
 @given(text=handoff_texts())
 @example(text="---\n" + "a: &x [1]\n" * 3 + "b: [*x, *x, *x]\n---\n# t\n")
 @example(text="---\nsession_id: s\ndate: ''\nheadline: h\nduration_min: .nan\n---\n")
+@example(text='---\nsession_id: s\ndate: ""\nheadline: "\\0"\n---\n')  # a YAML escape to NUL: read, then refused
 def test_any_handoff_text_gives_a_handoff_or_one_format_error(text: str) -> None:
     try:
         h = from_markdown(text)

@@ -29,6 +29,7 @@ from tests.fuzzing import (
     json_values,
     junk,
     lines_of,
+    pick,
     records,
     shaped,
     texts,
@@ -172,7 +173,7 @@ codex_records = st.one_of(_codex_typed, _codex_typed, _codex_payload, st.fixed_d
 def _line_bytes(records: st.SearchStrategy[Any], real: list[bytes]) -> st.SearchStrategy[bytes]:
     """One physical line: a generated record, a damaged real one, or plain garbage."""
     generated = st.tuples(records, st.booleans()).map(lambda r: json_bytes(r[0], ascii_only=r[1]))
-    damaged = st.sampled_from(real).flatmap(damaged_line) if real else generated
+    damaged = pick(real).flatmap(damaged_line) if real else generated
     return st.one_of(generated, generated, damaged, damaged, st.binary(max_size=40))
 
 
@@ -267,6 +268,7 @@ def test_claude_export_parser_never_raises(tmp_path: Path, doc: bytes) -> None:
 @given(lines=st.lists(codex_lines, min_size=1, max_size=3), newline_at_end=st.booleans())
 @example(lines=[b'{"type":["x"],"payload":null}', b'{"type":{"a":1}}'], newline_at_end=True)
 @example(lines=[_CALL_HEAD + b"[" * 5000 + b'"}}'], newline_at_end=True)
+@example(lines=[b'{"type":"event_msg","payload":{"type":"' + b"x" * 500 + b'"}}'], newline_at_end=True)  # a long name
 def test_codex_parser_reports_every_bad_line_and_never_raises(
     tmp_path: Path, lines: list[bytes], newline_at_end: bool
 ) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.mirror import handoff_relpath, legacy_relpath, remove_handoff, write_handoff
+from memory.mirror import handoff_relpath, legacy_relpath, remove_handoff, sync_folders, write_handoff
 
 DAY = "2026-02-03T10:00:00+00:00"
 
@@ -50,3 +50,20 @@ def test_an_old_style_name_is_removed_only_when_it_is_this_sessions_file(tmp_pat
     (folder / "notes_v1.md").write_text(_handoff("notes_v1"))  # another session's own file
     remove_handoff(tmp_path, "notes v1", DAY)
     assert (folder / "notes_v1.md").is_file() and not (tmp_path / handoff_relpath("notes v1", DAY)).exists()
+
+
+def test_a_batch_written_without_fsync_is_whole_after_sync_folders(tmp_path: Path) -> None:
+    folders: set[Path] = set()
+    for i, day in enumerate(["2026-01-01", "2026-01-02", "2027-05-06", ""]):
+        folders.update(write_handoff(tmp_path, f"s{i}", day, _handoff(f"s{i}"), sync=False))
+    assert folders == {tmp_path / "2026/01/01", tmp_path / "2026/01/02", tmp_path / "2027/05/06", tmp_path / "unknown"}
+    sync_folders(tmp_path, folders)
+    files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+    assert files == ["2026/01/01/s0.md", "2026/01/02/s1.md", "2027/05/06/s2.md", "unknown/s3.md"]
+    assert (tmp_path / "unknown" / "s3.md").read_text() == _handoff("s3")
+
+
+def test_a_moved_handoff_names_both_folders_it_touched(tmp_path: Path) -> None:
+    write_handoff(tmp_path, "s3", "2026-01-03T00:00:00+00:00", _handoff("s3"))
+    touched = write_handoff(tmp_path, "s3", DAY, _handoff("s3"), old_date="2026-01-03T00:00:00+00:00", sync=False)
+    assert touched == [tmp_path / "2026/02/03", tmp_path / "2026/01/03"]

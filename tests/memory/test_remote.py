@@ -15,7 +15,7 @@ from memory.remote_facts import RemoteFacts, tcl_word
 from memory.remote_http import RemoteMemoryError, RemoteUnsupportedError
 from memory.settings import MemorySettings
 from tests.memory.remote_harness import client_settings, remote_service
-from tests.service.conftest import Server, transcript_bytes
+from tests.service.conftest import Server, claude_lines, transcript_bytes
 
 SECRET = "ghp_" + "Z7x9Qm2Lk4Vb8Nc1Rt6Yp3Ws5Hd0Jf2Ga7Ke"  # a GitHub token's shape: the redactor knows it
 
@@ -94,7 +94,9 @@ async def test_an_unchanged_file_is_not_sent_again_and_a_grown_one_is_sent_under
             assert (again.files_seen, again.files_unchanged) == (1, 1)
             assert eywa.last_flush is not None and eywa.last_flush.sent == []
             with path.open("ab") as fh:
-                fh.write(transcript_bytes("s1", "narwhal", turns=1, start=5))
+                fh.write(
+                    ("\n".join(claude_lines("s1", [("and the narwhal?", "narwhal done")], start=5)) + "\n").encode()
+                )
             grown = await eywa.ingest([path])
             assert (grown.sessions_new, grown.sessions_updated) == (0, 1)
             assert (await eywa.search("narwhal", 3))[0].session_id == "s1"

@@ -1,0 +1,248 @@
+"""The memory pages in a real browser: headless Chromium (Debian's chromium and chromium-driver, installed by
+`scripts/setup --test`) driven by selenium, against a real `macupos serve --local` process.
+
+Log in with the one-time link, search, open a session, forget a handoff, edit a fact, see the graph, at a
+phone's width (390 px) and a desktop's; hostile handoff, transcript and fact text stays inert (no script
+runs, no dialog opens, no CSP violation is even attempted); a change without the CSRF token is refused; the
+Mini App logs in with valid initData and refuses forged and stale data. Screenshots go to the test's temp
+folder for a person to look at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+from service.web.initdata import sign_init_data
+from tests.service.web.conftest import BOT_TOKEN, OWNER_ID, seed_memory
+
+CHROMEDRIVER = "/usr/bin/chromedriver"
+WIDTHS = {"phone": (390, 844), "desktop": (1280, 900)}
+MACUPOS = Path(sys.executable).parent / "macupos"
+
+
+class Pages:
+    def __init__(self, url: str, token: str, ids: dict[str, str], shots: Path, driver: WebDriver) -> None:
+        self.url = url
+        self.token = token
+        self.ids = ids
+        self.shots = shots
+        self.driver = driver
+
+    def go(self, path: str) -> None:
+        self.driver.get(self.url + path)
+
+    def wait(self, check: object, timeout: float = 20) -> None:
+        WebDriverWait(self.driver, timeout).until(check)  # type: ignore[arg-type]
+
+    def inert(self) -> None:
+        """Nothing hostile ran: no marker, no dialog, no CSP violation in the console, no sideways scroll."""
+        d = self.driver
+        assert d.execute_script("return window.__pwned === undefined")
+        try:
+            alert = d.switch_to.alert
+        except NoAlertPresentException:
+            alert = None
+        assert alert is None, f"a dialog opened: {alert.text if alert else ''}"
+        logs = [e["message"] for e in d.get_log("browser")]
+        assert not [m for m in logs if "Content Security Policy" in m or "Refused to" in m], logs
+        overflow = d.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, f"the page scrolls sideways by {overflow}px at {d.get_window_size()}"
+
+    def shot(self, name: str) -> None:
+        self.driver.save_screenshot(str(self.shots / f"{name}.png"))
+
+    def text(self, css: str) -> str:
+        return str(self.driver.find_element(By.CSS_SELECTOR, css).text)
+
+
+def _start_server(home: Path) -> tuple[subprocess.Popen[str], str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "TELEGRAM_", "CLAUDE_", "CODEX_"))}
+    env |= {
+        "MACUPOS_HOME": str(home),
+        "MACUPOS_MEMORY_LLM": "0",
+        "CLAUDE_CONFIG_DIR": str(home / "claude"),
+        "CODEX_HOME": str(home / "codex"),
+        "TELEGRAM_BOT_TOKEN": BOT_TOKEN,
+        "MACUPOS_ALLOWED_USERS": str(OWNER_ID),
+    }
+    proc = subprocess.Popen(
+        [str(MACUPOS), "serve", "--local", "--port", "0"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    url = link = ""
+    deadline = time.monotonic() + 60
+    while not link and time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        if "listening on " in line:
+            url = line.split("listening on ", 1)[1].strip()
+        if "/login?token=" in line:
+            link = line.split("open ", 1)[1].strip()
+    if not link:
+        proc.kill()
+        raise RuntimeError("macupos serve --local did not print its login link")
+    return proc, url, link.split("token=", 1)[1]
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pages]:
+    root = tmp_path_factory.mktemp("browser")
+    home = root / "home"
+    ids = asyncio.run(seed_memory(home))
+    proc, url, token = _start_server(home)
+    options = webdriver.ChromeOptions()
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-default-apps",
+        f"--user-data-dir={root / 'chromium-profile'}",
+    ):
+        options.add_argument(flag)
+    options.binary_location = "/usr/bin/chromium"
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    shots = root / "screenshots"
+    shots.mkdir()
+    try:
+        yield Pages(url, token, ids, shots, driver)
+    finally:
+        driver.quit()
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_log_in_search_and_open_a_session_at_phone_and_desktop_widths(pages: Pages) -> None:
+    d = pages.driver
+    pages.go("/review")
+    assert "/login" in d.current_url  # no session yet
+    pages.go(f"/login?token={pages.token}")
+    pages.wait(lambda drv: drv.current_url.rstrip("/") == pages.url)
+    for width, size in WIDTHS.items():
+        d.set_window_size(*size)
+        pages.go("/search")
+        box = d.find_element(By.ID, "q")
+        box.clear()
+        box.send_keys("zeppelin exporter")
+        d.find_element(By.ID, "search").click()
+        pages.wait(lambda drv: "q=zeppelin" in drv.current_url)
+        results = d.find_elements(By.CSS_SELECTOR, "article.result")
+        assert results, "the grounding shows at least one handoff"
+        pages.inert()
+        pages.shot(f"search-{width}")
+        results[0].find_element(By.CSS_SELECTOR, "summary").click()  # the --explain breakdown
+        assert "recency" in results[0].text
+        pages.go(f"/sessions/{quote(pages.ids['main'])}")
+        body = pages.text("#transcript-body")
+        assert "<script>window.__pwned=1</script>" in body  # the payload is shown as text
+        codex = d.find_element(By.CSS_SELECTOR, f'#children a[href="/sessions/{pages.ids["codex"]}"]')
+        assert "codex" in codex.find_element(By.XPATH, "..").text  # the rollout it spawned, linked and marked
+        pages.inert()
+        pages.shot(f"session-{width}")
+        pages.go("/sessions")
+        pages.inert()
+        pages.shot(f"sessions-{width}")
+
+
+def test_forget_a_handoff_and_a_change_without_the_csrf_token_is_refused(pages: Pages) -> None:
+    d = pages.driver
+    d.set_window_size(*WIDTHS["phone"])
+    pages.go("/review")
+    pages.inert()
+    pages.shot("review-phone")
+    imported = f'article[data-session="{pages.ids["imported"]}"]'
+    card = d.find_element(By.CSS_SELECTOR, imported)
+    assert "<img src=x onerror=window.__pwned=1>" in card.text
+    # A forged token: the form posts, the server refuses, nothing changes.
+    d.execute_script("arguments[0].querySelector('input[name=csrf]').value = 'forged'", card)
+    card.find_element(By.CSS_SELECTOR, "button.forget").click()
+    pages.wait(lambda drv: drv.find_elements(By.ID, "error"))
+    assert "security token" in pages.text("#error")
+    pages.shot("csrf-refused-phone")
+    pages.go("/review")
+    card = d.find_element(By.CSS_SELECTOR, imported)
+    card.find_element(By.CSS_SELECTOR, "button.forget").click()
+    pages.wait(lambda drv: "done=forgotten" in drv.current_url)
+    assert "Forgotten" in pages.text("#done")
+    assert not d.find_elements(By.CSS_SELECTOR, imported)
+    pages.inert()
+
+
+def test_edit_a_fact_and_see_the_graph(pages: Pages) -> None:
+    d = pages.driver
+    for width, size in WIDTHS.items():
+        d.set_window_size(*size)
+        pages.go("/facts")
+        pages.inert()
+        row = d.find_element(By.CSS_SELECTOR, 'tr[data-id="editor"]')
+        row.find_element(By.CSS_SELECTOR, "a.edit").click()
+        pages.wait(lambda drv: "/facts/edit" in drv.current_url)
+        value = d.find_element(By.NAME, "f_object")
+        value.clear()
+        value.send_keys(f"Zed <b>{width}</b>")
+        d.find_element(By.ID, "save").click()
+        pages.wait(lambda drv: "done=edit" in drv.current_url)
+        assert f"Zed <b>{width}</b>" in d.find_element(By.CSS_SELECTOR, 'tr[data-id="editor"] .object').text
+        pages.go("/facts?root=user")
+        graph = d.find_element(By.ID, "graph")
+        pages.wait(lambda drv: drv.execute_script("return arguments[0].complete", graph))
+        assert d.execute_script("return arguments[0].naturalWidth", graph) > 0  # the SVG loaded and drew
+        assert graph.size["width"] <= size[0]
+        pages.inert()
+        pages.shot(f"facts-{width}")
+
+
+def test_the_mini_app_logs_in_with_valid_init_data_and_refuses_forged_and_stale(pages: Pages) -> None:
+    d = pages.driver
+    d.set_window_size(*WIDTHS["phone"])
+    d.delete_all_cookies()
+
+    def launch(user: int = OWNER_ID, age: float = 20, token: str = BOT_TOKEN) -> None:
+        fields = {"user": json.dumps({"id": user, "first_name": "Ann"}), "auth_date": str(int(time.time() - age))}
+        data = sign_init_data(fields, token)
+        # As Telegram opens a Mini App: the launch parameters in the URL's fragment.
+        pages.go(f"/tg#tgWebAppData={quote(data, safe='')}&tgWebAppVersion=8.0&tgWebAppPlatform=android")
+
+    for case, why in (({"token": "654321:OTHER-BOT"}, "not signed"), ({"age": 7200}, "too old")):
+        launch(**case)  # type: ignore[arg-type]
+        pages.wait(lambda drv: "refused" in drv.find_element(By.ID, "tg-status").text)
+        assert why in pages.text("#tg-status")
+        assert "tgWebAppData" not in d.current_url  # the credential left the address bar
+        pages.inert()
+        pages.go("/stats")
+        assert "/login" in d.current_url
+    launch()
+    pages.wait(lambda drv: drv.current_url.endswith("/review"))
+    pages.inert()
+    pages.shot("mini-app-review-phone")
+    assert "telegram Ann" in pages.text(".who")
