@@ -66,26 +66,24 @@ def in_process(home: Path, url: str, runs: int) -> list[float]:
     return asyncio.run(main())
 
 
-def command(home: Path, url: str, runs: int) -> list[float]:
+def command(home: Path, url: str) -> float:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "CLAUDE_", "ANTHROPIC_"))}
     env |= {"MACUPOS_HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / "claude"), "CODEX_HOME": str(home / "codex")}
     if url:
         env |= {"MACUPOS_MEMORY_URL": url, "MACUPOS_API_KEY": KEY}
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        proc = subprocess.run(
-            [sys.executable, "-m", "bot.cli", "memory", "hook", "session-start"],
-            input=json.dumps(PAYLOAD),
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-            check=False,
-        )
-        times.append(time.perf_counter() - started)
-        assert proc.returncode == 0 and proc.stdout == "", proc.stderr
-    return times
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "memory", "hook", "session-start"],
+        input=json.dumps(PAYLOAD),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    elapsed = time.perf_counter() - started
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr
+    return elapsed
 
 
 def summary(times: list[float]) -> dict[str, float]:
@@ -101,15 +99,26 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         in_process(home, "http://127.0.0.1:9", 1)  # imports once: a hook process pays them in its start-up
-        for kind in ("nothing-listens", "blackhole"):
-            with unreachable(kind) as url:
-                results[f"in-process, {kind}"] = summary(in_process(home, url, args.runs))
-                results[f"hook command, {kind}"] = summary(command(home, url, args.runs))
-        results["hook command, local memory, no database (baseline)"] = summary(command(home, "", args.runs))
+        with unreachable("nothing-listens") as refused, unreachable("blackhole") as hole:
+            results["in-process, nothing-listens"] = summary(in_process(home, refused, args.runs))
+            results["in-process, blackhole"] = summary(in_process(home, hole, args.runs))
+            # The commands side by side, run after run, so a change in the machine's load hits all three.
+            urls = {"local memory, no database (baseline)": "", "nothing-listens": refused, "blackhole": hole}
+            times: dict[str, list[float]] = {name: [] for name in urls}
+            for _ in range(args.runs):
+                for name, url in urls.items():
+                    times[name].append(command(home, url))
+            for name, measured in times.items():
+                results[f"hook command, {name}"] = summary(measured)
+            base = statistics.median(times["local memory, no database (baseline)"])
+            for name in ("nothing-listens", "blackhole"):
+                extra = [t - b for t, b in zip(times[name], times["local memory, no database (baseline)"], strict=True)]
+                results[f"hook command, {name}, over the baseline"] = summary(extra)
+            results["baseline_median_s"] = round(base, 3)
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print(f"load average {results.pop('load_average'):.1f}")
+    print(f"load average {results.pop('load_average'):.1f}; baseline median {results.pop('baseline_median_s'):.3f} s")
     for name, figures in results.items():
         print(f"{name:55} median {figures['median_s']:.3f} s  max {figures['max_s']:.3f} s")
 

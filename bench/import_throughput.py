@@ -20,7 +20,9 @@ Rows:
 - ``hostile`` — a tree of alias bombs, deep nesting, tags, a 100 MB file, symlinks out of the tree and
   good files: what was imported and rejected, in what time and peak RSS.
 
-Peak RSS is the child's VmHWM (its own high-water mark; ru_maxrss would carry the parent's over).
+Peak RSS is the child's VmHWM (its own high-water mark; ru_maxrss would carry the parent's over); a worker
+process's peak is noted beside it. CPU is user + system seconds of the command and its worker: on this
+shared VM wall times move with other jobs' load, CPU seconds much less.
 """
 
 from __future__ import annotations
@@ -62,11 +64,15 @@ else:
         assert not e.code, e.code
 secs = time.perf_counter() - t
 hwm = int(re.search(r"VmHWM:\\s+(\\d+)", open("/proc/self/status").read()).group(1)) / 1024
-print(json.dumps({"secs": secs, "rss_mb": hwm, "out": out}))
+import os, resource
+cpu = sum(os.times()[:4])  # user and system time of this process and of its (waited-for) worker
+worker = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(json.dumps({"secs": secs, "rss_mb": hwm, "worker_mb": worker, "cpu": cpu, "out": out}))
 """
 
 
 def _run(home: Path, spec: dict[str, object], src: Path = ROOT) -> tuple[float, float, str]:
+    """Seconds, peak RSS in MB (this process; its worker's, when larger, noted in the output) and output."""
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("MACUPOS_")},
         "MACUPOS_HOME": str(home),
@@ -80,7 +86,11 @@ def _run(home: Path, spec: dict[str, object], src: Path = ROOT) -> tuple[float, 
     if done.returncode != 0:
         raise SystemExit(f"{spec} failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    return float(result["secs"]), float(result["rss_mb"]), str(result["out"] or done.stdout.splitlines()[0])
+    out = str(result["out"] or done.stdout.splitlines()[0])
+    out += f"; CPU {result['cpu']:.1f} s"
+    if result["worker_mb"] > 1:
+        out += f"; worker RSS {result['worker_mb']:.0f} MB"
+    return float(result["secs"]), float(result["rss_mb"]), out
 
 
 def _row(name: str, n: int, secs: float, rss: float, note: str = "") -> None:

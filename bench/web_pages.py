@@ -90,7 +90,9 @@ async def _prepare(home: Path, handoffs: int, transcript_mb: float) -> dict[str,
     home.mkdir(parents=True)
     db = await Database.open(db_path)
     await db.close()
-    build(generate(handoffs), db_path)
+    corpus = generate(handoffs)
+    build(corpus, db_path)
+    query = " ".join(corpus.handoffs[len(corpus.handoffs) // 2].keywords[:3])  # words some handoffs share
     size = _big_transcript(home / "claude" / "projects" / "-srv-eywa" / f"{BIG}.jsonl", int(transcript_mb * 1e6))
     settings = _settings(home)
     async with await Eywa.open(settings) as eywa:
@@ -107,7 +109,7 @@ async def _prepare(home: Path, handoffs: int, transcript_mb: float) -> dict[str,
         assert result.ok, result.error
     finally:
         await facts.close()
-    return {"build_s": time.perf_counter() - t0, "transcript_bytes": size, "markdown_bytes": md_bytes}
+    return {"build_s": time.perf_counter() - t0, "transcript_bytes": size, "markdown_bytes": md_bytes, "query": query}
 
 
 def _serve(home: Path) -> tuple[subprocess.Popen[str], str, str]:
@@ -138,12 +140,12 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def _pages(url: str, link: str, repeat: int) -> dict[str, dict[str, float]]:
+def _pages(url: str, link: str, repeat: int, query: str) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     with httpx.Client(base_url=url, timeout=120) as web:
         assert web.get(link).status_code == 303
         paths = [
-            "/search?q=timeout+schema",
+            f"/search?q={quote(query)}",
             "/sessions",
             "/sessions?page=100",
             "/sessions?kind=main&since=2020-01-01",
@@ -212,9 +214,14 @@ def _first_paint(url: str, link: str, paints: int, profile: Path) -> list[float]
         for _ in range(paints):
             driver.get("about:blank")
             driver.get(page)
-            fcp = driver.execute_script(
-                "const p = performance.getEntriesByName('first-contentful-paint')[0]; return p ? p.startTime : null"
-            )
+            fcp = None
+            for _ in range(100):  # the paint entry is queued just after the paint: wait for it (5 s at most)
+                fcp = driver.execute_script(
+                    "const p = performance.getEntriesByName('first-contentful-paint')[0]; return p ? p.startTime : null"
+                )
+                if fcp is not None:
+                    break
+                time.sleep(0.05)
             if fcp is not None:
                 found.append(float(fcp))
         return found
@@ -244,7 +251,7 @@ def main() -> None:
     load = os.getloadavg()
     proc, url, link = _serve(home)
     try:
-        pages = _pages(url, link, args.repeat)
+        pages = _pages(url, link, args.repeat, built["query"])
         paints = _first_paint(url, link, args.paints, root / "chromium-profile")
     finally:
         proc.terminate()

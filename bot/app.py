@@ -120,7 +120,7 @@ class BotApp:
         if ledger is not None and not await ledger.available():
             ledger = None
         # The app-server starts on the first Codex call, so a bot whose sessions never use Codex never pays for it.
-        codex = CodexEngine(self.relay.env, None)
+        codex = CodexEngine(self.relay.env, self.relay.codex_cli)
         services = Services(
             settings=s,
             relay=self.relay,

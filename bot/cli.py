@@ -15,7 +15,7 @@ from bot.doctor import doctor_command
 from memory.cli import memory_group
 from memory.clitypes import HOME_KEY, SETTINGS_ERROR_KEY, StorageFaultExit
 from memory.errors import MemoryStoreError, SettingsError, StorageError
-from memory.log_redact import RedactingFilter, install, token_literals
+from memory.log_redact import RedactingFilter, install
 from memory.settings import MemorySettings, config_path, home_from_env
 from relay.cli import SETTINGS_KEY, relay_group
 from relay.settings import RelaySettings, read_config_toml
@@ -34,7 +34,6 @@ def _log_uncaught(kind: type[BaseException], exc: BaseException, tb: TracebackTy
         sys.__excepthook__(kind, exc, tb)
         return
     _log.critical("uncaught exception", exc_info=(kind, exc, tb))
-
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -102,10 +101,11 @@ def bot_command() -> None:
     for name in BOT_ONLY_SECRETS:
         os.environ.pop(name, None)
     # The token is in every Bot API URL: no log line or error may carry it (httpx logs each request at INFO),
-    # whole, URL-encoded or its secret half; nor may the owner's own secrets.
+    # whole, URL-encoded or its secret half, even cut short; nor may the owner's own secrets.
     mask = install(_LOG_FILTER)
     service_key = (settings.memory.api_key,) if settings.memory.api_key else ()  # the memory service's
-    mask.update(own_secrets=settings.memory.own_secrets, literals=(*token_literals(settings.token), *service_key))
+    mask.update(own_secrets=settings.memory.own_secrets, literals=service_key)
+    mask.mask_token(settings.token)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         asyncio.run(run_bot(settings, relay))

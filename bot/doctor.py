@@ -155,7 +155,10 @@ def _claude_path(settings: BotSettings) -> Path | None:
     return claude_cli_path(settings.env)  # the one the relay's sessions run
 
 
-def _codex_path() -> Path | None:
+def _codex_path(settings: BotSettings) -> Path | None:
+    configured = settings.env.get("MACUPOS_CODEX_CLI")  # the one the relay's Codex turns run, as for Claude
+    if configured:
+        return Path(configured).expanduser()
     try:
         return Path(str(importlib.import_module("codex_cli_bin").bundled_codex_path()))
     except (ImportError, FileNotFoundError):
@@ -360,7 +363,9 @@ async def run_doctor(
         jobs.append(_cli("claude cli", _claude_path(settings), settings, claude_fix))
     jobs.append(asyncio.to_thread(_claude_login, settings))
     if clis:
-        jobs.append(_cli("codex cli", _codex_path(), settings, "reinstall: pip install -U openai-codex-cli-bin"))
+        jobs.append(
+            _cli("codex cli", _codex_path(settings), settings, "reinstall: pip install -U openai-codex-cli-bin")
+        )
     jobs.append(asyncio.to_thread(_codex_login, settings))
     if whisper:
         jobs.append(_whisper(settings, whisper_timeout_s))

@@ -185,7 +185,9 @@ def _blocks(markdown: str) -> list[str | list[str]]:
 def _speakable_code(code: str) -> str:
     """A lone identifier in backticks is read as words ("parse config"); anything else is dropped."""
     code = code.strip()
-    if len(code) <= 40 and _IDENT.fullmatch(code) and not _FILE.fullmatch(code):
+    if _FILE.fullmatch(code) or re.fullmatch(r"[~.]*[\w.@+\-]*(?:[/\\][\w.@+\-]*)+", code):
+        return _MARK + "f"  # a path in backticks is still a file
+    if len(code) <= 40 and _IDENT.fullmatch(code):
         return re.sub(r"[_\-]+", " ", code)
     return _MARK + "c"
 

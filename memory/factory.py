@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the CLI imports this module on every start: the memory stac
     from memory.facts.tcl import ScriptResult
     from memory.handoff_import import ImportReport
     from memory.ingest import IngestReport, ProgressFn
+    from memory.redact import Redactor
     from memory.remote_http import Timeouts
     from memory.retrieval import ContentHit
     from memory.store import HandoffRow
@@ -35,6 +36,11 @@ class Memory(Protocol):
 
     @property
     def settings(self) -> MemorySettings: ...
+
+    @property
+    def redactor(self) -> Redactor:
+        """The owner's redactor (``MACUPOS_SECRETS`` and every known token format)."""
+        ...
 
     @property
     def db(self) -> Database | None:

@@ -280,18 +280,13 @@ def _payload_str(payload: Mapping[str, Any], key: str) -> str:
 async def _remote_grounding(settings: MemorySettings, project: str, detach_command: Sequence[str]) -> str:
     """The memory service's grounding. An unreachable service costs at most ``_PROBE_S`` (fail open); a
     reachable one also gets the outbox flushed, by a detached `memory sync` (memory.outbox)."""
-    from memory.remote_http import ServiceClient, Timeouts
+    from memory.remote_http import ServiceClient, Timeouts, probe
 
-    budget_s = min(settings.hook_budget_s, _TIMEOUTS["SessionStart"] - _STARTUP_S)
-    client = ServiceClient(settings.memory_url, settings.api_key, Timeouts(_PROBE_S, budget_s, budget_s))
-    try:
-        await client.healthz(_PROBE_S)  # before the memory stack is imported: a dead service costs little
-    except BaseException:
-        await client.aclose()
-        raise
+    await probe(settings.memory_url, _PROBE_S)  # before any HTTP or memory stack is loaded: a dead service is cheap
     from memory.remote import RemoteEywa
 
-    eywa = RemoteEywa(settings, client)
+    budget_s = min(settings.hook_budget_s, _TIMEOUTS["SessionStart"] - _STARTUP_S)
+    eywa = RemoteEywa(settings, ServiceClient(settings.memory_url, settings.api_key, Timeouts(_PROBE_S, budget_s)))
     try:
         if detach_command and eywa.outbox.entries():
             _detach(settings, [*detach_command, "memory", "sync"], "session-start")

@@ -3,9 +3,11 @@
 
 The filter sees each record once, after its arguments are merged (``record.getMessage()``), so a secret that
 arrives as an argument, inside an exception's message or in a traceback's lines is caught too. Exact values
-(the bot token, its URL-encoded form, its secret half) are masked first, as ``<token>``; the redactor then
-takes every token format it knows and the owner's own secrets (``MACUPOS_SECRETS``). Logs are not a hot
-path, but a redactor compiles its own-secret pattern when built: one is built per secret list and reused.
+(the bot token, its URL-encoded form) are masked first, as ``<token>``, and so is the token's secret half
+even when cut short (a message title that shows its first 60 characters): any run of its first 8 or more
+characters. The redactor then takes every token format it knows and the owner's own secrets
+(``MACUPOS_SECRETS``). Logs are not a hot path, but a redactor compiles its own-secret pattern when built:
+one is built per secret list and reused.
 """
 
 from __future__ import annotations
@@ -48,23 +50,32 @@ class RedactingFilter(logging.Filter):
     """Rewrites every record it sees so that no secret survives formatting: the message (arguments merged),
     the exception text and the stack text. Never drops a record."""
 
-    def __init__(self, own_secrets: Sequence[str] = (), literals: Iterable[str] = ()) -> None:
+    def __init__(self, own_secrets: Sequence[str] = ()) -> None:
         super().__init__()
         self._own: tuple[str, ...] = tuple(own_secrets)
-        self._literals: tuple[str, ...] = ()
-        self.update(literals=literals)
+        self._exact: tuple[str, ...] = ()
+        self._cut: tuple[str, ...] = ()  # masked by any run of their first _MIN_LITERAL or more characters
 
     def update(self, *, own_secrets: Sequence[str] | None = None, literals: Iterable[str] = ()) -> None:
-        """Add exact values to mask (kept) and, when given, replace the owner's secret list."""
+        """Replace the owner's secret list (``MACUPOS_SECRETS``) when given; add exact values to mask (kept)."""
         if own_secrets is not None:
             self._own = tuple(own_secrets)
-        merged = {*self._literals, *(s for s in literals if len(s) >= _MIN_LITERAL)}
-        self._literals = tuple(sorted(merged, key=lambda s: (-len(s), s)))
+        exact = {*self._exact, *literals}
+        self._exact = tuple(sorted((s for s in exact if len(s) >= _MIN_LITERAL), key=lambda s: (-len(s), s)))
+
+    def mask_token(self, token: str) -> None:
+        """Mask a bot token from now on: whole, URL-encoded, and its secret half, whole or cut short."""
+        self.update(literals=token_literals(token))
+        secret = token.partition(":")[2]
+        if len(secret) >= _MIN_LITERAL and secret not in self._cut:
+            self._cut = (*self._cut, secret)
 
     def clean(self, text: str) -> str:
-        for literal in self._literals:
+        for literal in self._exact:
             if literal in text:
                 text = text.replace(literal, TOKEN_MASK)
+        for secret in self._cut:
+            text = _mask_runs(text, secret)
         return redact_log_text(text, self._own)
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -81,6 +92,23 @@ class RedactingFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = self.clean(record.stack_info)
         return True
+
+
+def _mask_runs(text: str, secret: str) -> str:
+    """``text`` with every run of ``secret``'s leading characters (at least _MIN_LITERAL of them) masked."""
+    head = secret[:_MIN_LITERAL]
+    if head not in text:
+        return text
+    out: list[str] = []
+    start = 0
+    while (found := text.find(head, start)) != -1:
+        end, n = found + len(head), len(head)
+        while end < len(text) and n < len(secret) and text[end] == secret[n]:
+            end, n = end + 1, n + 1
+        out += [text[start:found], TOKEN_MASK]
+        start = end
+    out.append(text[start:])
+    return "".join(out)
 
 
 def install(flt: RedactingFilter, logger: logging.Logger | None = None) -> RedactingFilter:

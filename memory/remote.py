@@ -49,6 +49,7 @@ logger = logging.getLogger(__name__)
 
 _EXPORT_MAX_FILE = 1024 * 1024  # a handoff in an export is at most what an upload may be
 _PAGE = 500  # the service's largest handoff page
+_FLUSH_WAIT_S = 60.0
 
 
 def _size(path: Path) -> int:
@@ -158,7 +159,8 @@ class RemoteEywa:
             done += stamp.size
             if progress is not None:
                 progress(done, total, str(src.path))
-        flushed = await self.sync()
+        # Another flush (a hook's, another session's end) may hold the outbox: wait for it, then send ours.
+        flushed = await self.sync(wait_s=_FLUSH_WAIT_S)
         for entry, answer in flushed.sent:
             _count(report, entry, answer)
         report.unreadable += [(name, why) for name, why in flushed.rejected]

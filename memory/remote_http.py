@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -25,6 +27,7 @@ __all__ = [
     "ServiceClient",
     "ServiceUnreachableError",
     "Timeouts",
+    "probe",
 ]
 
 logger = logging.getLogger(__name__)
@@ -76,10 +79,49 @@ def _why(exc: httpx.HTTPError) -> str:
         return "no connection within the connect timeout"
     if isinstance(exc, httpx.TimeoutException):
         return "no answer within the timeout"
-    if isinstance(exc, httpx.ConnectError):
-        text = str(exc) or type(exc).__name__
-        return "connection refused" if "refused" in text.lower() else f"cannot connect ({text})"
+    cause: BaseException | None = exc
+    while cause is not None:  # the OS's own word, under httpcore's and anyio's wrappers
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, OSError) and cause.strerror:
+            return f"cannot connect ({cause.strerror})"
+        cause = cause.__cause__ or cause.__context__
     return str(exc) or type(exc).__name__
+
+
+async def probe(base_url: str, timeout_s: float) -> None:
+    """``GET /healthz`` within ``timeout_s`` in all, on bare asyncio streams: a hook learns that the service
+    is unreachable without loading an HTTP stack (httpcore's first use costs more than the probe).
+    ServiceUnreachableError when no answer came, RemoteMemoryError when it was not 200."""
+    parts = urlsplit(base_url)
+    https = parts.scheme == "https"
+    host = parts.hostname or ""
+    path = parts.path.rstrip("/") + "/healthz"
+    request = f"GET {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nConnection: close\r\n\r\n".encode()
+    where = f"memory service at {base_url}"
+    try:
+        async with asyncio.timeout(timeout_s):
+            tls = ssl.create_default_context() if https else None
+            reader, writer = await asyncio.open_connection(host, parts.port or (443 if https else 80), ssl=tls)
+            try:
+                writer.write(request)
+                await writer.drain()
+                status_line = await reader.readline()
+            finally:
+                writer.close()
+    except TimeoutError:
+        raise ServiceUnreachableError(f"{where}: no answer within {timeout_s:g}s") from None
+    except (OSError, ssl.SSLError) as exc:
+        why = "connection refused" if isinstance(exc, ConnectionRefusedError) else exc.strerror or str(exc)
+        raise ServiceUnreachableError(f"{where}: {why}") from None
+    words = status_line.split()
+    status = int(words[1]) if len(words) >= 2 and words[1].isdigit() else 0
+    if status != 200:
+        raise RemoteMemoryError(
+            f"{where}: /healthz answered {status or 'no HTTP'}, not 200 (is the URL that of `macupos serve`?)",
+            status=status or None,
+            code="unhealthy",
+        )
 
 
 class ServiceClient:
@@ -89,8 +131,12 @@ class ServiceClient:
         self.base_url = base_url
         self.timeouts = timeouts
         self._key = api_key
+        # Loading the CA bundle costs ~0.2-0.7 s, which a hook cannot spare; a plain-http service needs none.
+        # The bare context still verifies, with no CA: TLS to anything would fail closed.
+        tls: ssl.SSLContext | bool = True if base_url.startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         self._http = httpx.AsyncClient(
             base_url=base_url,
+            verify=tls,
             headers={"X-API-Key": api_key, "User-Agent": "macupos-memory-client"},
             timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect),
             follow_redirects=False,  # a redirect would resend the key wherever it points

@@ -30,6 +30,7 @@ from memory.db import Database
 from memory.index import FIELD_DOC, FIELD_KEYWORD, FIELD_PROJECT
 from memory.privacy import Privacy, hidden_sessions
 from memory.query_dates import NamedDate, query_dates
+from memory.snippet import SNIPPET_SQL_ARGS, SNIPPET_TEXT_MAX, long_snippet
 from memory.tokenize import project_terms, query_terms, tokenize
 from memory.topk import DAY_S, PostingList, TopK, duration_boost, recency_factor
 
@@ -319,6 +320,13 @@ def _shown(conn: sqlite3.Connection, picked: Sequence[tuple[str, float, float, E
     return out
 
 
+# snippet() only where the text is short enough for it (memory/snippet.py); NULL tells a long session.
+_SEARCH_SQL = (
+    "SELECT session_id, kind, parent_id, bm25(content), rowid,"
+    f" CASE WHEN length(body) <= {SNIPPET_TEXT_MAX} THEN snippet(content, 3, {SNIPPET_SQL_ARGS}) END"
+    " FROM content WHERE content MATCH ? ORDER BY rank LIMIT ?"
+)
+
 _decode = json.JSONDecoder().decode  # json.loads without its argument checks: ten lists a query
 
 
@@ -334,14 +342,17 @@ async def search_content(conn: aiosqlite.Connection, query: str, limit: int = 10
     """Detail recall over all session text, subagents included; any query text is safe (tokens are quoted).
 
     Every word of the query counts, common and short ones too (``hello.py``, ``get``, ``rm -rf``): this is
-    search for a detail, not the grounding's keyword match; bm25 weighs the common ones down.
+    search for a detail, not the grounding's keyword match; bm25 weighs the common ones down. Hits are ranked
+    by bm25 over each session's whole text; the snippet of a long session comes from its best passage
+    (:mod:`memory.snippet`: FTS5's snippet() over a whole 10 MB session took minutes).
     """
     tokens = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:_MAX_QUERY_TERMS]
     if not tokens or limit <= 0:
         return []
-    rows = await conn.execute_fetchall(
-        "SELECT session_id, kind, parent_id, snippet(content, 3, '[', ']', '…', 16), bm25(content)"
-        " FROM content WHERE content MATCH ? ORDER BY rank LIMIT ?",
-        (" OR ".join(map(fts_quote, tokens)), limit),
-    )
-    return [ContentHit(str(s), str(k), str(p), str(snip), -float(b)) for s, k, p, snip, b in rows]
+    match = " OR ".join(map(fts_quote, tokens))
+    rows = await conn.execute_fetchall(_SEARCH_SQL, (match, limit))
+    hits = []
+    for s, k, p, b, row, snip in rows:
+        text = snip if snip is not None else await long_snippet(conn, str(s), int(row), match, tokens)
+        hits.append(ContentHit(str(s), str(k), str(p), str(text), -float(b)))
+    return hits

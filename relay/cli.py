@@ -55,7 +55,7 @@ async def _wire_codex(session: ClaudeSession, settings: RelaySettings, project: 
 
     stages = stage_configs(settings.codex_stages)
     try:
-        engine = await CodexEngine.start(env=settings.env)
+        engine = await CodexEngine.start(env=settings.env, codex_bin=settings.codex_cli)
     except CodexError as exc:
         logger.warning("continuing without Codex: %s", exc)
         return None
@@ -193,7 +193,7 @@ async def _run(
         ledger: Ledger | None = Ledger(eywa.db) if eywa.db is not None else None
         if ledger is not None and not await ledger.available():
             ledger = None
-        engine = await CodexEngine.start(env=settings.env)
+        engine = await CodexEngine.start(env=settings.env, codex_bin=settings.codex_cli)
         try:
             return await run_rpa(
                 task,

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import time
 import tomllib
 import uuid
@@ -49,7 +48,7 @@ from relay.codex_prices import codex_cost
 from relay.errors import CodexError, RelayTimeoutError
 from relay.events import Usage
 from relay.login import codex_login_error, is_codex_unauthorized
-from relay.process import marked_pids
+from relay.process import kill_marked
 from relay.stages import HIGHEST, STAGE_BRIEFS, StageConfig
 
 __all__ = ["ENGINE_MARKER_VAR", "CodexEngine", "CodexTurn", "codex_cost", "find_rollout"]
@@ -63,6 +62,8 @@ ENGINE_MARKER_VAR = "MACUPOS_CODEX_ENGINE"
 # OpenAI reasoning model accepts.
 _FALLBACK_HIGHEST = "high"
 _INTERRUPT_GRACE_S = 3.0
+# What an app-server may take to answer its start-up handshake (it normally takes well under a second).
+START_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,15 +115,25 @@ class CodexEngine:
         self.turns: list[CodexTurn] = []
 
     @classmethod
-    async def start(cls, *, env: Mapping[str, str], codex_bin: Path | None = None) -> CodexEngine:
+    async def start(
+        cls, *, env: Mapping[str, str], codex_bin: Path | None = None, timeout_s: float = START_TIMEOUT_S
+    ) -> CodexEngine:
         """Start the app-server now so a broken Codex setup fails before the first turn needs it.
 
         The app-server reads ``config.toml`` only when a thread starts: a malformed one is checked here, so
-        a run fails before Claude is paid for research rather than at the plan stage.
+        a run fails before Claude is paid for research rather than at the plan stage. One that does not
+        answer within ``timeout_s`` is killed and reported (CodexError).
         """
         engine = cls(env, codex_bin)
         await asyncio.to_thread(engine._check_config)
-        await engine._ensure()
+        try:
+            async with asyncio.timeout(timeout_s):
+                await engine._ensure()
+        except TimeoutError:
+            cli = codex_bin or "the bundled codex"
+            raise CodexError(
+                f"Codex app-server did not answer within {timeout_s:g} s ({cli}); it was stopped"
+            ) from None
         return engine
 
     def _check_config(self) -> None:
@@ -160,6 +171,9 @@ class CodexEngine:
                 except (SdkCodexError, OSError) as exc:
                     await self._kill_strays()
                     raise CodexError(f"Codex app-server did not start: {exc}") from exc
+                except BaseException:  # a deadline or a cancel mid-handshake: the half-started server must go too
+                    kill_marked(ENGINE_MARKER_VAR, self._marker)
+                    raise
                 self._codex = codex
             return self._codex
 
@@ -344,13 +358,12 @@ class CodexEngine:
                 return
         except (TimeoutError, SdkCodexError) as exc:
             log.warning("Codex did not take the interrupt (%s); restarting its app-server", exc)
+        await self._kill_strays()  # first: a graceful close would give a server that hangs seconds more
         await self.aclose()
 
     async def _kill_strays(self) -> None:
         """SIGKILL every process still carrying this engine's marker (Linux /proc; a no-op elsewhere)."""
-        for pid in await asyncio.to_thread(marked_pids, ENGINE_MARKER_VAR, self._marker):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+        await asyncio.to_thread(kill_marked, ENGINE_MARKER_VAR, self._marker)
 
 
 async def _collect(handle: AsyncTurnHandle, bridge: ApprovalBridge) -> _Collected:

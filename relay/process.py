@@ -14,6 +14,8 @@ from pathlib import Path
 
 __all__ = ["kill_marked", "marked_pids"]
 
+_SWEEPS = 5
+
 
 def marked_pids(name: str, value: str) -> list[int]:
     """Live processes whose environment carries ``name=value`` (Linux /proc; empty elsewhere)."""
@@ -35,12 +37,22 @@ def marked_pids(name: str, value: str) -> list[int]:
 
 
 def kill_marked(name: str, value: str, *, pgid: int | None = None) -> list[int]:
-    """SIGKILL a process group (when given) and every process carrying the marker; returns the pids hit."""
+    """SIGKILL a process group (when given) and every process carrying the marker; returns the pids hit.
+
+    The scan is repeated until it finds nothing new: a child forked while a scan ran is not in it, but it
+    carries the marker too, and its parent (killed) can fork no more.
+    """
     victims = marked_pids(name, value)
     if pgid:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
-    for pid in victims:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    return victims
+    hit: list[int] = []
+    for _ in range(_SWEEPS):
+        for pid in victims:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        hit += victims
+        victims = [pid for pid in marked_pids(name, value) if pid not in hit]
+        if not victims:
+            break
+    return hit

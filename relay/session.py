@@ -47,6 +47,7 @@ logger = logging.getLogger(__name__)
 EventSink = Callable[[RelayEvent], Awaitable[None]]
 
 _STDERR_LINES = 40
+_SEE_STDERR = "Check stderr output for details"  # what the SDK says of a CLI that exited with an error
 _INTERRUPT_GRACE_S = 2.0
 # What the CLI says (stderr, and the errors of its result) when asked to resume a session it does not have:
 # a UUID it has no transcript of, or an id that is no UUID (a handoff imported into memory under another name).
@@ -421,6 +422,9 @@ class ClaudeSession:
         said = f"{tail}\n{exc or ''}"
         if self.resume and any(marker in said for marker in _NOT_FOUND):
             return SessionNotFoundError(self.resume, stderr_tail=tail)
+        last = tail.strip().splitlines()[-1:]
+        if last and _SEE_STDERR in message:  # the owner reads this on a phone: say what the CLI said
+            message = message.replace(_SEE_STDERR, f"its last output: {self.eywa.redactor(last[0])[:300]}")
         return SessionError(message, session_id=self.session_id, stderr_tail=tail)
 
     async def _end(self, *, kill: bool, interrupt: bool = False) -> HandoffReady | None:

@@ -61,6 +61,15 @@ def _positive(name: str, raw: Any) -> float:
     return value
 
 
+def _path(name: str, raw: Any) -> Path | None:
+    if not raw:
+        return None
+    try:
+        return Path(str(raw)).expanduser()
+    except RuntimeError:  # "~name/…" of a user this machine does not know
+        raise ValueError(f"relay setting {name} names an unknown user's home: {raw!r}") from None
+
+
 def _flag(raw: Any) -> bool:
     return str(raw).strip().lower() not in {"0", "false", "no", "off", ""}
 
@@ -81,6 +90,7 @@ class RelaySettings:
     max_turns: int | None = None
     env: Mapping[str, str] = field(default_factory=dict)  # what the CLIs inherit
     codex_stages: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # for stages.stage_configs
+    codex_cli: Path | None = None  # a Codex CLI of the owner's; None: the one the openai-codex SDK ships
 
     @property
     def home(self) -> Path:
@@ -171,6 +181,7 @@ class RelaySettings:
             max_turns=_count("max_turns", turns_raw),
             env=MappingProxyType(dict(env)),
             codex_stages=stages,
+            codex_cli=_path("codex_cli", pick("MACUPOS_CODEX_CLI", "codex_cli", "")),
         )
 
 

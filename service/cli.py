@@ -17,7 +17,7 @@ from memory.errors import MemoryStoreError
 from memory.settings import MemorySettings
 from service.errors import ServiceError
 from service.keys import SqliteKeyStore
-from service.pg.cli import DATABASE_KEY, database_url, migrate_cmd, with_link
+from service.pg.cli import DATABASE_KEY, check_database, database_url, migrate_cmd, with_link
 from service.settings import MB, Limits, ServiceSettings
 from service.tenants import SCOPES, KeyStore, Scope, check_tenant_name
 from service.web.settings import WebSettings
@@ -197,6 +197,8 @@ def serve_group(
         web=web,
         database_url=database,
     )
+    if database:
+        check_database(database)
     from service.server import serve  # uvicorn and the app only when serving
 
     def announce(line: str) -> None:

@@ -19,7 +19,7 @@ from service.tenants import check_tenant_name
 if TYPE_CHECKING:
     from service.pg.link import PgLink
 
-__all__ = ["DATABASE_KEY", "database_url", "migrate_cmd", "with_link"]
+__all__ = ["DATABASE_KEY", "check_database", "database_url", "migrate_cmd", "with_link"]
 
 DATABASE_KEY = "macupos.database_url"  # ctx.meta: the `serve` group's --database, for its subcommands
 R = TypeVar("R")
@@ -47,6 +47,15 @@ def with_link(url: str, fn: Callable[[PgLink], Awaitable[R]]) -> R:
         raise click.ClickException(exc.message) from exc
     except (MemoryStoreError, SchemaMismatch) as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+def check_database(url: str) -> None:
+    """Reach the database (and migrate it) now: a server that cannot is one error line, before it listens."""
+
+    async def reached(link: PgLink) -> None:
+        return None
+
+    with_link(url, reached)
 
 
 def _tenant(_ctx: click.Context, _param: click.Parameter, value: str) -> str:

@@ -64,12 +64,18 @@ class PgKeyStore:
         if not KEY_RE.fullmatch(presented):
             return None
         key_id = presented[len(KEY_PREFIX) : len(KEY_PREFIX) + _ID_HEX]
-        rows = await self.link.fetch(f"SELECT {_COLS}, sha256 FROM macupos.api_keys WHERE key_id = %s", (key_id,))
+        # With the tenant's change sequence: the request's lease uses it to know its copy is current.
+        rows = await self.link.fetch(
+            f"SELECT {', '.join('k.' + c for c in _COLS.split(', '))}, k.sha256, t.seq, t.generation"
+            " FROM macupos.api_keys AS k JOIN macupos.tenants AS t ON t.tenant_id = k.tenant_id WHERE k.key_id = %s",
+            (key_id,),
+        )
         row = rows[0] if rows else None
         # Compared in constant time, and compared even for an unknown id, so timing tells nothing.
         same = hmac.compare_digest(_digest(presented), str(row[6]) if row else _DUMMY)
         if row is None or not same or row[5] is not None:
             return None
+        self.link.saw(str(row[1]), int(row[7]), str(row[8]))
         return _record(row)
 
     async def list_keys(self, tenant: str | None = None) -> list[KeyRecord]:

@@ -20,6 +20,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,6 +139,10 @@ class Stream:
                 await cur.close()
 
 
+# A tenant's (seq, generation) as the key check of this request read it (with the key's row, in one
+# statement): the request's lease then need not ask again. Each request runs in a task of its own.
+_SEEN: ContextVar[tuple[str, int, str] | None] = ContextVar("macupos_pg_seen", default=None)
+
 _UNAVAILABLE = (psycopg.OperationalError, psycopg.InterfaceError)
 _CHECK_AFTER_S = 1.0  # a connection idle longer is checked (one empty statement) before it is lent again
 
@@ -218,6 +223,12 @@ class PgLink:
         cls, url: str, *, max_size: int = 16, timeout_s: float = 30.0, connect_timeout_s: float = 10.0
     ) -> PgLink:
         """Connect (a pool of up to ``max_size``), migrate the schema, and check it mirrors this memory schema."""
+        try:
+            psycopg.conninfo.conninfo_to_dict(url)
+        except psycopg.ProgrammingError:  # its message would quote the URL, password and all
+            raise DatabaseUnavailable(
+                "the database URL is neither a postgresql:// URL nor a key=value connection string"
+            ) from None
         options = f"-c statement_timeout={int(timeout_s * 1000)}"
         kwargs: dict[str, Any] = {
             "autocommit": True,
@@ -296,8 +307,18 @@ class PgLink:
             cur = await conn.execute(query, params)
             return await cur.fetchall() if cur.description else []
 
+    @staticmethod
+    def saw(tenant: str, seq: int, generation: str) -> None:
+        """Note a tenant's state read in this request (by the key check) for its lease to use."""
+        _SEEN.set((tenant, seq, generation))
+
     async def tenant_state(self, tenant: str) -> tuple[int, str] | None:
-        """(seq, generation) of a tenant, or None when it does not exist."""
+        """(seq, generation) of a tenant, or None when it does not exist; read by this request's key check
+        if it did, else now."""
+        seen = _SEEN.get()
+        if seen is not None and seen[0] == tenant:
+            _SEEN.set(None)  # once: a later read in this request asks again
+            return seen[1], seen[2]
         rows = await self.fetch("SELECT seq, generation FROM macupos.tenants WHERE tenant_id = %s", (tenant,))
         return (int(rows[0][0]), str(rows[0][1])) if rows else None
 

@@ -90,20 +90,26 @@ class LedgerView:
     recent: list[dict[str, Any]] = field(default_factory=list)
 
 
-# Every session: transcripts (with their handoff if any) and handoffs imported without a transcript.
-_SESSIONS = """
+# Every session, narrow (id, time, kind, parent, folder): transcripts, and handoffs imported without one. A
+# page is chosen on these columns alone (10,000 rows sort in milliseconds), then its rows are read in full.
+_KEYS = """
 WITH listed AS (
-    SELECT s.session_id AS id, s.kind AS kind, s.parent_id AS parent, s.started_at AS at, s.title AS title,
-           s.cwd AS cwd, COALESCE(h.headline, '') AS headline, COALESCE(h.projects, '[]') AS projects,
-           1 AS has_transcript, h.session_id IS NOT NULL AS has_handoff, COALESCE(h.review, '') AS review
-    FROM sessions AS s LEFT JOIN handoffs AS h ON h.session_id = s.session_id
+    SELECT session_id AS id, started_at AS at, kind, parent_id AS parent, cwd FROM sessions
     UNION ALL
-    SELECT h.session_id, h.kind, h.parent_id, h.date, '', '', h.headline, h.projects, 0, 1, h.review
-    FROM handoffs AS h WHERE NOT EXISTS (SELECT 1 FROM sessions AS s WHERE s.session_id = h.session_id)
+    SELECT h.session_id, h.date, h.kind, h.parent_id, '' FROM handoffs AS h
+    WHERE NOT EXISTS (SELECT 1 FROM sessions AS s WHERE s.session_id = h.session_id)
 )
-SELECT id, kind, parent, at, title, cwd, headline, projects, has_transcript, has_handoff, review,
-       (SELECT count(*) FROM sessions AS c WHERE c.parent_id = listed.id) AS children
-FROM listed
+SELECT id FROM listed
+"""
+
+_DETAILS = """
+SELECT k.id, COALESCE(s.kind, h.kind), COALESCE(s.parent_id, h.parent_id), COALESCE(s.started_at, h.date),
+       COALESCE(s.title, ''), COALESCE(s.cwd, ''), COALESCE(h.headline, ''), COALESCE(h.projects, '[]'),
+       s.session_id IS NOT NULL, h.session_id IS NOT NULL, COALESCE(h.review, ''),
+       (SELECT count(*) FROM sessions AS c WHERE c.parent_id = k.id)
+FROM (SELECT value AS id FROM json_each(?)) AS k
+LEFT JOIN sessions AS s ON s.session_id = k.id
+LEFT JOIN handoffs AS h ON h.session_id = k.id
 """
 
 
@@ -124,7 +130,8 @@ def _filters(project: str, kind: str, since: str, until: str) -> tuple[str, list
     if project:
         # A handoff's project names, or the last folder of the session's working directory.
         where.append(
-            "(EXISTS (SELECT 1 FROM json_each(listed.projects) WHERE lower(value) = lower(?))"
+            "(EXISTS (SELECT 1 FROM handoffs AS p, json_each(p.projects) AS j"
+            " WHERE p.session_id = listed.id AND lower(j.value) = lower(?))"
             " OR lower(replace(cwd, '\\', '/')) LIKE '%/' || lower(?))"
         )
         args += [project, project]
@@ -137,10 +144,12 @@ async def list_sessions(
     """Newest first. ``kind`` "" lists families (sessions with no parent); a kind lists that kind alone.
     ``since`` / ``until`` are inclusive days (YYYY-MM-DD)."""
     where, args = _filters(project, kind, since, until)
-    sql = _SESSIONS + where + " ORDER BY at DESC, id LIMIT ? OFFSET ?"
+    sql = _KEYS + where + " ORDER BY at DESC, id LIMIT ? OFFSET ?"
 
     def read(conn: sqlite3.Connection) -> list[Any]:
-        return conn.execute(sql, (*args, limit, offset)).fetchall()
+        ids = [r[0] for r in conn.execute(sql, (*args, limit, offset)).fetchall()]
+        found = {r[0]: r for r in conn.execute(_DETAILS, (json.dumps(ids),)).fetchall()}
+        return [found[i] for i in ids if i in found]
 
     rows = await eywa.db.read(read)
     return [

@@ -111,7 +111,8 @@ class _Seen:
     def carded(self, x: str) -> bool:
         """A restart card names ``x`` and carries its Resume button."""
         return any(
-            "restarted while working on" in str(m.get("text", "")) and x in str(m.get("text", ""))
+            "restarted while working on" in str(m.get("text", ""))
+            and x in str(m.get("text", ""))
             and any("Resume" in label for label in buttons(m))
             for m in self.h.tg.messages(OWNER).values()
         )
@@ -193,9 +194,7 @@ async def test_a_bot_killed_at_20_random_points_runs_each_instruction_once_or_re
         where = f"seed {SEED}, kills {kills}, log {h.tmp / 'bot.log'}"
 
         def settled() -> bool:
-            return not h.tg.pending and all(
-                seen.answered(x) or seen.carded(x) or x in _held(h) for x in sent
-            )
+            return not h.tg.pending and all(seen.answered(x) or seen.carded(x) or x in _held(h) for x in sent)
 
         await h.tg.wait_for(settled, timeout=240)
         # The owner presses Resume on the latest card: its run continues and what waited behind it runs.

@@ -144,8 +144,10 @@ def test_voice_and_approval_settings(tmp_path: Path) -> None:
         MACUPOS_WEBHOOK_URL="https://bot.example.org/hook",
         MACUPOS_APPROVAL_TIMEOUT_S="90",
         MACUPOS_RPA_TRIGGER="  Go   Relay ",
+        MACUPOS_PUBLIC_URL="https://memory.example.org/",
     )
     s = BotSettings.from_env(env, cwd=tmp_path)
+    assert s.public_url == "https://memory.example.org"
     assert (s.whisper_model, s.whisper_backend, s.voice_confirm) == ("small.en", "openai-whisper", True)
     assert s.webhook_url == "https://bot.example.org/hook"
     assert s.approval_timeout_s == 90.0
@@ -163,6 +165,8 @@ def test_voice_and_approval_settings(tmp_path: Path) -> None:
         ("MACUPOS_WEBHOOK_URL", "http://bot.example.org/hook"),
         ("MACUPOS_WEBHOOK_URL", "https://bot.example.org"),
         ("MACUPOS_WEBHOOK_URL", "https://"),
+        ("MACUPOS_PUBLIC_URL", "http://memory.example.org"),
+        ("MACUPOS_PUBLIC_URL", "https://"),
         ("MACUPOS_ALLOWED_USERS", "42,²"),
     ],
 )

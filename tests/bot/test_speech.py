@@ -55,6 +55,7 @@ def test_paths_file_names_and_urls_are_not_read() -> None:
 def test_inline_code_reads_identifiers_and_drops_commands() -> None:
     said = spoken_summary("Renamed `parse_config` to `load_settings`. Run `pytest -q -k voice` to check it.")
     assert said == "Renamed parse config to load settings. Run this to check it."
+    assert spoken_summary("Changed `tests/bot/conftest.py` and `app.py`.") == "Changed 2 files."
 
 
 def test_a_short_list_is_read_and_a_long_one_is_cut_with_a_count() -> None:

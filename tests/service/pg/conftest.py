@@ -53,18 +53,24 @@ def pg_cluster() -> Iterator[Cluster]:
         cluster.remove()
 
 
-@pytest.fixture
-def pg_url(pg_cluster: Cluster) -> Iterator[str]:
-    """A new database of the schema, with its own database id."""
+@contextmanager
+def fresh_database(cluster: Cluster) -> Iterator[str]:
+    """A new database of the schema (copied from the migrated template), with its own database id; dropped after."""
     name = f"t{os.getpid()}_{next(_names)}"
-    pg_cluster.admin(f"CREATE DATABASE {name} TEMPLATE macupos_template")
-    url = pg_cluster.url(name)
+    cluster.admin(f"CREATE DATABASE {name} TEMPLATE macupos_template")
+    url = cluster.url(name)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("UPDATE macupos.info SET value = gen_random_uuid()::text WHERE key = 'database_id'")
     try:
         yield url
     finally:
-        pg_cluster.admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        cluster.admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def pg_url(pg_cluster: Cluster) -> Iterator[str]:
+    with fresh_database(pg_cluster) as url:
+        yield url
 
 
 async def add_key(url: str, tenant: str, scope: Scope = "write") -> str:

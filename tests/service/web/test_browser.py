@@ -215,7 +215,7 @@ def test_edit_a_fact_and_see_the_graph(pages: Pages) -> None:
         assert f"Zed <b>{width}</b>" in d.find_element(By.CSS_SELECTOR, 'tr[data-id="editor"] .object').text
         pages.go("/facts?root=user")
         graph = d.find_element(By.ID, "graph")
-        pages.wait(lambda drv: drv.execute_script("return arguments[0].complete", graph))
+        pages.wait(lambda drv, graph=graph: drv.execute_script("return arguments[0].complete", graph))
         assert d.execute_script("return arguments[0].naturalWidth", graph) > 0  # the SVG loaded and drew
         assert graph.size["width"] <= size[0]
         pages.inert()
