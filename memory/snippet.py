@@ -115,9 +115,9 @@ def _needles(words: Sequence[str]) -> list[str]:
     """What to count for each word in raw text: the start it shares with its porter stem (``timeouts`` →
     ``timeout``, ``happiness`` → ``happ``), case-folded; the stem itself where they share none."""
     with closing(sqlite3.connect(":memory:")) as mem:
-        mem.execute(f"CREATE VIRTUAL TABLE w USING fts5(w, tokenize = '{_TOKENIZER}')")
+        mem.execute(f"CREATE VIRTUAL TABLE w USING fts5(t, tokenize = '{_TOKENIZER}')")
         mem.execute("CREATE VIRTUAL TABLE v USING fts5vocab(w, 'instance')")
-        mem.executemany("INSERT INTO w(rowid, w) VALUES(?, ?)", enumerate(words, 1))
+        mem.executemany("INSERT INTO w(rowid, t) VALUES(?, ?)", enumerate(words, 1))
         stems = {int(doc): str(term) for term, doc in mem.execute("SELECT term, doc FROM v")}
     out = []
     for i, word in enumerate(words, 1):

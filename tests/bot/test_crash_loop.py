@@ -184,7 +184,8 @@ async def test_a_bot_killed_at_20_random_points_runs_each_instruction_once_or_re
             sent += new
             ids_sent += ids
             await bot.start()
-            await h.tg.wait_for(lambda ids=ids: h.tg.deliveries(ids[0]) >= 1, timeout=120)
+            first: int = ids[0]
+            await h.tg.wait_for(lambda: h.tg.deliveries(first) >= 1, timeout=120)  # noqa: B023 - awaited here
             await asyncio.sleep(at)  # the drawn kill point: a random wait is the point of this test
             await bot.kill()
             kills.append((phase, round(at, 3)))

@@ -9,12 +9,12 @@ helper that leaves its process group (as an MCP server or a shell may), so only 
 
 from __future__ import annotations
 
+import importlib
 import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import codex_cli_bin
 import pytest
 
 from memory.api import Eywa
@@ -172,7 +172,7 @@ async def test_a_codex_cli_that_hangs_or_dies_ends_the_turn_in_time_without_orph
 ) -> None:
     project = tmp_path / "billing"
     project.mkdir()
-    real = Path(str(codex_cli_bin.bundled_codex_path()))
+    real = Path(str(importlib.import_module("codex_cli_bin").bundled_codex_path()))
     cli = _stand_in(tmp_path, f"codex-{mode}", mode, real, _codex_turn_mark())
     settings = RelaySettings.from_env(
         {**codex_home, "MACUPOS_CODEX_CLI": str(cli)},
