@@ -216,6 +216,7 @@ async def prepare(root: Path, n: int, url: str) -> tuple[Path, str, str, list[st
 
 
 def _pg_cpu_per_k(cpu: PgCpu, before: float | None, gets: int) -> float | None:
+    """Milliseconds of PostgreSQL CPU (all its processes) a get."""
     after = cpu.seconds()
     if before is None or after is None or not gets:
         return None
@@ -230,17 +231,22 @@ async def one_size(
     out: dict[str, Any] = {"handoffs": n, "queries": len(queries), **moved}
     with serving(home) as (emb_url, emb_pid):
         out["embedded_first_get_s"] = round(first_get(emb_url, emb_key, queries[0], now), 2)
+        c0 = _cpu_s(emb_pid)
         out["embedded_get_ms"] = _ms(remote_latency(emb_url, emb_key, queries, now))
+        out["embedded_server_cpu_ms_per_get"] = round((_cpu_s(emb_pid) - c0) / (len(queries) + 50) * 1000, 2)
         c0 = _cpu_s(emb_pid)
         out["embedded_rate"] = await gets_per_second([emb_url], emb_key, queries, now, seconds, conc)
         out["embedded_rate"]["server_cpu_share"] = round((_cpu_s(emb_pid) - c0) / (seconds + 2), 2)
     with serving(root / f"pg-a-{n}", "--database", url) as (a_url, a_pid):
         out["pg_first_get_s"] = round(first_get(a_url, pg_key, queries[0], now), 2)  # builds its copy
+        c0, p0 = _cpu_s(a_pid), cpu.seconds()
         out["pg_get_ms"] = _ms(remote_latency(a_url, pg_key, queries, now))
+        out["pg_server_cpu_ms_per_get"] = round((_cpu_s(a_pid) - c0) / (len(queries) + 50) * 1000, 2)
+        out["pg_db_cpu_ms_per_get"] = _pg_cpu_per_k(cpu, p0, len(queries) + 50)
         c0, p0 = _cpu_s(a_pid), cpu.seconds()
         one = await gets_per_second([a_url], pg_key, queries, now, seconds, conc)
         one["server_cpu_share"] = round((_cpu_s(a_pid) - c0) / (seconds + 2), 2)
-        one["db_cpu_ms_per_1000_gets"] = _pg_cpu_per_k(cpu, p0, one["ok"])
+        one["db_cpu_ms_per_get"] = _pg_cpu_per_k(cpu, p0, one["ok"])
         one["db_connections"] = connections(url)
         out["pg_rate_1"] = one
         with serving(root / f"pg-b-{n}", "--database", url) as (b_url, b_pid):
@@ -248,7 +254,7 @@ async def one_size(
             c0, d0, p0 = _cpu_s(a_pid), _cpu_s(b_pid), cpu.seconds()
             two = await gets_per_second([a_url, b_url], pg_key, queries, now, seconds, conc)
             two["servers_cpu_share"] = round((_cpu_s(a_pid) - c0 + _cpu_s(b_pid) - d0) / (seconds + 2), 2)
-            two["db_cpu_ms_per_1000_gets"] = _pg_cpu_per_k(cpu, p0, two["ok"])
+            two["db_cpu_ms_per_get"] = _pg_cpu_per_k(cpu, p0, two["ok"])
             two["db_connections"] = connections(url)
             out["pg_rate_2"] = two
             out["scaling_2_over_1"] = round(two["gets_per_s"] / max(one["gets_per_s"], 1e-9), 2)

@@ -13,9 +13,16 @@ For each setting (model × priming × beam × temperature) and each voice it rep
 Priming: "off" (no prompt), "owner" (HOTWORDS, as bot.voice_flow builds them: project names, then memory
 keywords), "coding" (those and bot.voice.CODING_TERMS, the Transcriber's default glossary).
 
+Snapping (bot.voice_snap): with priming, each transcript is also snapped to the command verbs and the
+owner's names (HOTWORDS), as the bot does. One transcription gives every candidate's score, so each margin of
+``--snap`` is evaluated on the same transcripts: "snap" rows give WER, decisive, how many sentences snapping
+changed, and ``over``: replacements by a word the reference does not have (over-corrections). The near
+misses (bench/data/coding_speech_near_misses.txt: "run" beside "rerun", "stage" beside "stash", "Ava"
+beside "Eywa") are scored the same way with ``--near-misses``; there every change is an over-correction.
+
 Run: .venv/bin/python -m bench.voice_wer [--models tiny.en,PATH] [--beams 1,5] [--temperatures 0,fallback]
-       [--priming off,owner,coding] [--voices piper,espeak150,espeak210] [--limit N] [--cache DIR]
-       [--json OUT] [--errors]
+       [--priming off,owner,coding] [--voices piper,espeak150,espeak210] [--snap 2,4,6,8] [--near-misses]
+       [--limit N] [--cache DIR] [--json OUT] [--errors]
 """
 
 from __future__ import annotations
@@ -41,9 +48,11 @@ from typing import Any
 import numpy as np
 
 from bot.speech import Speaker, encode_ogg_opus
-from bot.voice import CODING_TERMS, Transcriber
+from bot.voice import CODING_TERMS, Transcriber, Transcript
+from bot.voice_snap import choose
 
 DATA = Path(__file__).parent / "data" / "coding_speech.txt"
+NEAR_MISSES = Path(__file__).parent / "data" / "coding_speech_near_misses.txt"
 # What VoiceFlow.hotwords would give for an owner with these projects and recent handoffs: project names
 # first, then up to four keywords of each recent handoff (some are not in any sentence, as in real use).
 PROJECTS = ["Macupos", "Eywa", "Tarsier", "Kestrel"]
@@ -189,40 +198,76 @@ def _model_arg(model: str) -> str | None:
     return None if model in ("", "tiny.en") else model
 
 
+def _score(sentences: list[Sentence], texts: list[str]) -> dict[str, Any]:
+    edits = words = right = 0
+    for sentence, text in zip(sentences, texts, strict=True):
+        ref = normalize(sentence.reference)
+        edits += edit_distance(ref, normalize(text))
+        words += len(ref)
+        right += decisive_right(sentence, text)
+    return {"wer": round(edits / words, 4), "decisive": round(right / len(sentences), 4)}
+
+
+def _over(sentence: Sentence, changes: tuple[tuple[str, str], ...]) -> int:
+    """Replacements by a word the reference does not have."""
+    said = set(normalize(sentence.reference))
+    return sum(1 for _, word in changes if not set(normalize(word)) <= said)
+
+
 async def measure(
-    setting: Setting, transcriber: Transcriber, sentences: list[Sentence], clips: list[bytes]
+    setting: Setting, transcriber: Transcriber, sentences: list[Sentence], clips: list[bytes], margins: list[float]
 ) -> dict[str, Any]:
     transcriber.beam_size = setting.beam
     transcriber.temperature = 0.0 if setting.temperature == "0" else None
     hotwords = HOTWORDS if setting.priming != "off" else []
     transcriber.glossary = CODING_TERMS if setting.priming == "coding" else ()
-    edits = words = right = 0
     seconds: list[float] = []
-    errors: list[dict[str, str]] = []
-    for sentence, clip in zip(sentences, clips, strict=True):
+    heard: list[Transcript] = []
+    for clip in clips:
         start = time.perf_counter()
-        text = (await transcriber.transcribe(clip, hotwords=hotwords)).text
+        # Snapping's candidates are scored during the call; the margin is applied below (choose).
+        heard.append(await transcriber.transcribe(clip, hotwords=hotwords, names=HOTWORDS if hotwords else None))
         seconds.append(time.perf_counter() - start)
-        ref = normalize(sentence.reference)
-        edits += edit_distance(ref, normalize(text))
-        words += len(ref)
-        ok = decisive_right(sentence, text)
-        right += ok
-        if edit_distance(ref, normalize(text)) or not ok:
-            errors.append({"said": sentence.reference, "heard": text, "decisive": "ok" if ok else "MISSED"})
-    return {
-        "wer": round(edits / words, 4),
-        "decisive": round(right / len(sentences), 4),
-        "p50_s": round(statistics.median(seconds), 3),
-        "errors": errors,
-    }
+    raw = [t.heard for t in heard]
+    result: dict[str, Any] = {**_score(sentences, raw), "p50_s": round(statistics.median(seconds), 3)}
+    result["errors"] = [
+        {"said": s.reference, "heard": text, "decisive": "ok" if decisive_right(s, text) else "MISSED"}
+        for s, text in zip(sentences, raw, strict=True)
+        if edit_distance(normalize(s.reference), normalize(text)) or not decisive_right(s, text)
+    ]
+    if hotwords and margins:
+        result["snap"] = {}
+        for margin in margins:
+            snapped = [choose(t.heard, t.snapped.considered, margin) if t.snapped else None for t in heard]
+            texts = [sn.text if sn else t.heard for sn, t in zip(snapped, heard, strict=True)]
+            changed = [(s, sn) for s, sn in zip(sentences, snapped, strict=True) if sn is not None and sn.changes]
+            result["snap"][str(margin)] = {
+                **_score(sentences, texts),
+                "changed": len(changed),
+                "over": sum(_over(s, sn.changes) for s, sn in changed),
+                "changes": [f"{s.reference!r}: " + ", ".join(f"{a}→{b}" for a, b in sn.changes) for s, sn in changed],
+            }
+        result["gaps"] = [
+            {
+                "said": s.reference,
+                "heard": t.heard,
+                "candidates": [(c.candidate.word, round(c.gap, 2)) for c in t.snapped.considered],
+            }
+            for s, t in zip(sentences, heard, strict=True)
+            if t.snapped is not None and t.snapped.considered
+        ]
+    return result
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    sentences = load_sentences()[: args.limit or None]
+    sets = {"coding": load_sentences()[: args.limit or None]}
+    if args.near_misses:
+        sets["near_misses"] = load_sentences(NEAR_MISSES)[: args.limit or None]
     voices = args.voices.split(",")
-    clips = await make_clips(sentences, voices, args.cache)
-    results: dict[str, Any] = {"sentences": len(sentences), "hotwords": HOTWORDS, "settings": []}
+    clips = {name: await make_clips(sentences, voices, args.cache) for name, sentences in sets.items()}
+    margins = [float(m) for m in args.snap.split(",") if m.strip()]
+    results: dict[str, Any] = {"sentences": {k: len(v) for k, v in sets.items()}, "hotwords": HOTWORDS}
+    results["settings"] = []
     for model in args.models.split(","):
         language = args.language or None
         async with Transcriber(
@@ -237,24 +282,41 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for priming, beam, temperature in grid:
                 setting = Setting(model, priming, beam, temperature)
                 row: dict[str, Any] = {"setting": setting.name}
-                for voice in voices:
-                    row[voice] = await measure(setting, t, sentences, clips[voice])
-                    if not args.errors:
-                        row[voice].pop("errors")
+                for name, sentences in sets.items():
+                    row[name] = {}
+                    for voice in voices:
+                        row[name][voice] = m = await measure(setting, t, sentences, clips[name][voice], margins)
+                        if not args.errors:
+                            m.pop("errors")
+                            m.pop("gaps", None)
+                            for snapped in m.get("snap", {}).values():
+                                snapped.pop("changes")
                 results["settings"].append(row)
                 print(_line(row, voices), file=sys.stderr, flush=True)
                 if args.errors:
-                    for voice in voices:
-                        for e in row[voice]["errors"]:
-                            print(f"  {voice}: {e['decisive']:6} {e['said']!r} → {e['heard']!r}", file=sys.stderr)
+                    for name in sets:
+                        for voice in voices:
+                            for e in row[name][voice]["errors"]:
+                                print(
+                                    f"  {name} {voice}: {e['decisive']:6} {e['said']!r} → {e['heard']!r}",
+                                    file=sys.stderr,
+                                )
     return results
 
 
 def _line(row: dict[str, Any], voices: list[str]) -> str:
-    cells = [
-        f"{v}: WER {row[v]['wer']:.1%} decisive {row[v]['decisive']:.1%} p50 {row[v]['p50_s']:.2f}s" for v in voices
-    ]
-    return f"{row['setting']:<45} " + " | ".join(cells)
+    lines = [row["setting"]]
+    for name in [k for k in row if k != "setting"]:
+        for v in voices:
+            m = row[name][v]
+            cells = [f"{name} {v}: WER {m['wer']:.1%} decisive {m['decisive']:.1%} p50 {m['p50_s']:.2f}s"]
+            for margin, sn in m.get("snap", {}).items():
+                cells.append(
+                    f"snap {margin}: WER {sn['wer']:.1%} decisive {sn['decisive']:.1%} "
+                    f"changed {sn['changed']} over {sn['over']}"
+                )
+            lines.append("  " + " | ".join(cells))
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -266,6 +328,8 @@ def main() -> None:
     parser.add_argument("--voices", default="piper,espeak150,espeak210")
     parser.add_argument("--language", default="en", help="'' lets a multilingual model detect it")
     parser.add_argument("--threads", type=int, default=2, help="CTranslate2 threads (2: this machine's cores)")
+    parser.add_argument("--snap", default="2,4,6,8", help="snapping margins (nats) to evaluate; '' for none")
+    parser.add_argument("--near-misses", action="store_true", help="also score the near-miss sentences")
     parser.add_argument("--limit", type=int, default=0, help="only the first N sentences")
     parser.add_argument("--cache", type=Path, help="keep the generated clips here and reuse them (not committed)")
     parser.add_argument("--errors", action="store_true", help="keep each misheard sentence in the JSON")

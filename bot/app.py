@@ -35,8 +35,11 @@ from bot.services import Services, Tuning
 from bot.session_list import SESSIONS_ACTION, SessionList
 from bot.sessions import SessionManager
 from bot.settings import BotSettings
+from bot.speech import Speaker, speech_available
+from bot.speech_reply import SpokenReplies
 from bot.state import BotState
 from bot.voice import Transcriber
+from bot.voice_answers import VoiceAnswers
 from bot.voice_flow import VOICE_ACTION, VoiceFlow
 from memory.errors import MemoryStoreError
 from memory.factory import Facts, open_facts, open_memory
@@ -81,6 +84,7 @@ class BotApp:
         *,
         tuning: Tuning | None = None,
         transcriber: Transcriber | None = None,
+        speaker: Speaker | None = None,
         webhook_listen: tuple[str, int] = ("127.0.0.1", 8080),
     ) -> None:
         self.settings = settings
@@ -89,6 +93,8 @@ class BotApp:
         self.webhook_listen = webhook_listen
         self.application = build_application(settings, webhook=settings.webhook_url is not None)
         self._given_transcriber = transcriber
+        self._given_speaker = speaker  # tests lend one loaded voice; otherwise made here (lazily loaded)
+        self.spoken: SpokenReplies | None = None
         self.services: Services | None = None
         self.intake: Intake | None = None
         self.sessions: SessionManager | None = None
@@ -135,11 +141,14 @@ class BotApp:
             owns_transcriber=self._given_transcriber is None,
         )
         self.services = services
+        # Spoken answers when the speech extra is installed; the voice itself loads on the first note.
+        speaker = self._given_speaker or (Speaker() if speech_available() else None)
+        self.spoken = SpokenReplies(services, speaker, owns_speaker=self._given_speaker is None)
         self.approvals = Approvals(services)
         self.reviews = Reviews(services)
-        self.sessions = SessionManager(services, self.approvals, self.reviews, RpaRunner(services))
-        self.commands = Commands(services, self.sessions)
-        self.voice = VoiceFlow(services, self.sessions)
+        self.sessions = SessionManager(services, self.approvals, self.reviews, RpaRunner(services), spoken=self.spoken)
+        self.commands = Commands(services, self.sessions, self.spoken)
+        self.voice = VoiceFlow(services, self.sessions, VoiceAnswers(services, self.approvals, self.press))
         self.attachments = Attachments(services, self.sessions)
         self.session_list = SessionList(services, self.sessions.continue_session)
         self.intake = Intake(services, self.route, route_album=self.route_album)
@@ -175,6 +184,8 @@ class BotApp:
             with contextlib.suppress(TimeoutError, MemoryStoreError):
                 await asyncio.wait_for(self._sync_task, timeout=120)  # let a running push finish
         try:
+            if self.spoken is not None:
+                await self.spoken.aclose()
             if s.codex is not None:
                 await s.codex.aclose()
         finally:
@@ -417,12 +428,21 @@ class BotApp:
     async def _on_callback(self, update: Update) -> None:
         s = self.services
         query = update.callback_query
-        assert s is not None and query is not None and self.sessions is not None
-        callback = await s.state.use_callback(query.data or "", query.from_user.id)
-        if callback is None:
-            await s.sender.answer_callback(query.id, _EXPIRED)
-            return
+        assert s is not None and query is not None
         message_id = query.message.message_id if query.message is not None else None
+        toast = await self.press(query.data or "", query.from_user.id, message_id)
+        await s.sender.answer_callback(query.id, _EXPIRED if toast is None else toast)
+
+    async def press(self, token: str, user_id: int, message_id: int | None) -> str | None:
+        """Spend a button, tapped or answered by voice (bot.voice_answers), and do what it stands for.
+
+        Returns the toast, or None when the button is not ``user_id``'s, or was spent or expired.
+        """
+        s = self.services
+        assert s is not None and self.sessions is not None
+        callback = await s.state.use_callback(token, user_id)
+        if callback is None:
+            return None
         op = str(callback.payload.get("op", ""))
         if callback.action == APPROVE_ACTION:
             toast = await self.approvals.on_callback(callback)
@@ -445,7 +465,7 @@ class BotApp:
                     await s.sender.bot.edit_message_reply_markup(callback.chat_id, message_id, reply_markup=None)
         else:
             toast = "Unknown button."
-        await s.sender.answer_callback(query.id, toast)
+        return toast
 
 
 def _kind_of(message: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from telegram.error import TelegramError
 
@@ -21,7 +22,7 @@ from bot.records import Callback
 from bot.services import Services
 from relay.approvals import ApprovalDecision, ApprovalHandler, ApprovalRequest
 
-__all__ = ["APPROVE_ACTION", "Approvals", "card_text"]
+__all__ = ["APPROVE_ACTION", "Approvals", "WaitingApproval", "card_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,12 +52,32 @@ def card_text(request: ApprovalRequest) -> str:
     return f"🔐 {who} asks to run:\n<code>{escape(_shown(request))}</code>{why}"
 
 
+@dataclass(slots=True)
+class WaitingApproval:
+    """A request waiting for the owner: its buttons' tokens by choice, and its message once posted."""
+
+    chat_id: int
+    user_id: int
+    tokens: dict[str, str]
+    future: asyncio.Future[str]
+    message_id: int | None = None
+
+
 class Approvals:
-    """Pending approval requests, resolved by a button press or the timeout."""
+    """Pending approval requests, resolved by a button press (or a spoken answer, which presses one) or the
+    timeout."""
 
     def __init__(self, services: Services) -> None:
         self.services = services
-        self._waiting: dict[str, asyncio.Future[str]] = {}
+        self._waiting: dict[str, WaitingApproval] = {}
+
+    def waiting(self, chat_id: int, user_id: int) -> list[WaitingApproval]:
+        """The requests in the chat that ``user_id`` may answer and that are on screen, oldest first."""
+        return [
+            w
+            for w in self._waiting.values()
+            if w.chat_id == chat_id and w.user_id == user_id and w.message_id is not None and not w.future.done()
+        ]
 
     def handler(self, chat_id: int, owner: Callable[[], int]) -> ApprovalHandler:
         """The relay's approval handler for one chat; ``owner()`` is the user whose instruction is running.
@@ -87,7 +108,7 @@ class Approvals:
             for choice in ("allow", "deny", "session")
         }
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._waiting[group] = future
+        waiting = self._waiting[group] = WaitingApproval(chat_id, user_id, tokens, future)
         text = card_text(request)
         message_id: int | None = None
         try:
@@ -99,7 +120,7 @@ class Approvals:
                     [("✅ Allow for this session", tokens["session"])],
                 ],
             )
-            message_id = message.message_id
+            message_id = waiting.message_id = message.message_id
             try:
                 decision = await asyncio.wait_for(asyncio.shield(future), timeout)
             except TimeoutError:
@@ -127,14 +148,14 @@ class Approvals:
         """A spent approval button; returns the toast text for the presser."""
         group = str(callback.payload.get("group", ""))
         choice = str(callback.payload.get("choice", "deny"))
-        future = self._waiting.get(group)
-        if future is None or future.done():
+        waiting = self._waiting.get(group)
+        if waiting is None or waiting.future.done():
             return "That request is no longer waiting."
-        future.set_result(choice)
+        waiting.future.set_result(choice)
         return {"allow": "Allowed", "deny": "Denied", "session": "Allowed for this session"}.get(choice, "OK")
 
     def deny_all(self) -> None:
         """Shutdown: whatever still waits is denied."""
-        for future in self._waiting.values():
-            if not future.done():
-                future.set_result("deny")
+        for waiting in self._waiting.values():
+            if not waiting.future.done():
+                waiting.future.set_result("deny")

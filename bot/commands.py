@@ -19,6 +19,7 @@ from bot.project_memory import ProjectMemory
 from bot.services import Services
 from bot.session_list import SessionList
 from bot.sessions import SessionManager
+from bot.speech_reply import SpokenReplies
 from bot.telegram_format import brief
 from memory.errors import MemoryStoreError
 from relay.grounding import ensure_rules_file
@@ -42,6 +43,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("memory", "This project's memory: /memory on | off | status | open (the memory pages)"),
     ("graph", "The facts graph as a picture: /graph [ROOT]"),
     ("cost", "Tokens and cost so far"),
+    ("speak", "Answers as voice notes too: /speak on | off | voice (only for voice notes) | status"),
     ("rpa", "Research → Plan → Audit → execute: /rpa TASK"),
     ("help", "What this bot does"),
 )
@@ -49,7 +51,9 @@ COMMANDS: tuple[tuple[str, str], ...] = (
 HELP = (
     "Send an instruction as text or a voice note (photos and files too, with or without a caption): it goes "
     "to this chat's Claude Code session.\n"
-    'Short follow-ups ("removed; push") continue the same session; while it runs they are queued.\n\n'
+    'Short follow-ups ("removed; push") continue the same session; while it runs they are queued.\n'
+    'A voice note while a prompt waits answers it: "allow", "deny", "allow for this session"; "yes" or '
+    '"cancel" for a transcript; "keep" or "forget" for a handoff. Answers to voice notes are spoken too (/speak).\n\n'
     + "\n".join(f"/{name} — {text}" for name, text in COMMANDS)
 )
 
@@ -59,9 +63,10 @@ def bot_commands() -> list[BotCommand]:
 
 
 class Commands:
-    def __init__(self, services: Services, sessions: SessionManager) -> None:
+    def __init__(self, services: Services, sessions: SessionManager, spoken: SpokenReplies | None = None) -> None:
         self.services = services
         self.sessions = sessions
+        self.spoken = spoken
 
     async def handle(self, name: str, args: str, chat_id: int, user_id: int) -> None:
         s = self.services
@@ -77,6 +82,9 @@ class Commands:
             return
         if name == "graph":
             await MemoryPages(s).graph(chat_id, args)
+            return
+        if name == "speak" and self.spoken is not None:
+            await s.sender.send(chat_id, await self.spoken.command(chat_id, args), html_text=False)
             return
         if name == "sessions":  # its Continue buttons are the presser's: it needs the user
             await SessionList(s, self.sessions.continue_session).show(chat_id, user_id)

@@ -126,4 +126,13 @@ MIGRATIONS: tuple[str, ...] = (
         updated_at REAL NOT NULL
     );
     """,
+    # 5: spoken answers per chat (/speak): 'voice' (the default: answers to voice notes are spoken), 'on'
+    # (every answer), 'off' (none).
+    """
+    CREATE TABLE chat_speech(
+        chat_id INTEGER PRIMARY KEY,
+        mode TEXT NOT NULL CHECK(mode IN ('voice', 'on', 'off')),
+        updated_at REAL NOT NULL
+    );
+    """,
 )

@@ -191,6 +191,13 @@ class Sender:
             ),
         )
 
+    async def voice(self, chat_id: int, ogg: bytes, duration_s: int) -> Message:
+        """A voice note (OGG/Opus, as Telegram clients record them), shown with its length in seconds."""
+        return await self._call(
+            chat_id,
+            lambda: self.bot.send_voice(chat_id, io.BytesIO(ogg), duration=duration_s, filename="answer.ogg"),
+        )
+
     async def send_web_app(self, chat_id: int, text: str, label: str, url: str) -> Message:
         """An HTML message with one button that opens ``url`` as a Telegram Mini App (private chats only)."""
         markup = InlineKeyboardMarkup([[InlineKeyboardButton(label, web_app=WebAppInfo(url))]])

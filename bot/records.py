@@ -14,6 +14,7 @@ __all__ = [
     "ReviewState",
     "Run",
     "RunStatus",
+    "SpeechMode",
     "StoredUpdate",
     "UpdateStatus",
 ]
@@ -23,6 +24,8 @@ UpdateStatus = Literal["received", "handling", "done", "failed", "interrupted"]
 QueueStatus = Literal["queued", "running", "done", "failed", "cancelled", "interrupted", "held"]
 RunStatus = Literal["running", "done", "failed", "stopped", "interrupted", "resumed", "dismissed"]
 ReviewState = Literal["pending", "kept", "forgotten", "corrected"]
+# /speak: "voice" (the default) speaks the answers to voice notes, "on" every answer, "off" none.
+SpeechMode = Literal["voice", "on", "off"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from bot.rpa_runner import RpaRunner, stage_line
 from bot.services import Services
 from bot.session_list import handoff_of, stand_in_line
 from bot.settings import Project
+from bot.speech_reply import SpokenReplies
 from bot.telegram_format import brief
 from relay.errors import LoginError, RelayError, SessionNotFoundError
 from relay.events import (
@@ -86,8 +87,17 @@ def _title(text: str) -> str:
 
 
 class SessionManager:
-    def __init__(self, services: Services, approvals: Approvals, reviews: Reviews, rpa: RpaRunner) -> None:
+    def __init__(
+        self,
+        services: Services,
+        approvals: Approvals,
+        reviews: Reviews,
+        rpa: RpaRunner,
+        *,
+        spoken: SpokenReplies | None = None,
+    ) -> None:
         self.services = services
+        self.spoken = spoken  # the answer's voice note, after the text (bot.speech_reply)
         self.approvals = approvals
         self.reviews = reviews
         self.rpa = rpa
@@ -244,6 +254,8 @@ class SessionManager:
         await progress.finish(status, footer)
         if result.answer.strip() or status == "done":
             await s.sender.send_markdown(c.chat_id, result.answer, document_threshold=s.tuning.document_threshold)
+            if self.spoken is not None:  # in the background: the text answer is already out
+                self.spoken.after_answer(c.chat_id, task.source, result.answer)
         return status
 
     async def _run_rpa(self, c: ChatSession, task: Task, progress: Progress) -> str:

@@ -14,7 +14,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 from bot.errors import ChatBusyError
 from bot.migrations import MIGRATIONS
@@ -27,6 +27,7 @@ from bot.records import (
     ReviewState,
     Run,
     RunStatus,
+    SpeechMode,
     StoredUpdate,
     UpdateStatus,
 )
@@ -446,3 +447,32 @@ class BotState:
     async def memory_off_projects(self) -> set[str]:
         """The names of the projects whose memory ``/memory off`` turned off."""
         return {str(r[0]) for r in await self._all("SELECT project FROM project_memory WHERE private = 1")}
+
+    # -- spoken answers ----------------------------------------------------------------------------------
+
+    async def set_speech(self, chat_id: int, mode: SpeechMode) -> None:
+        """``/speak on|off|voice``: which of the chat's answers also come as a voice note."""
+        _check(mode, SpeechMode, "speech mode")
+        async with self._db.write() as conn:
+            await conn.execute(
+                "INSERT INTO chat_speech(chat_id, mode, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT(chat_id) DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at",
+                (chat_id, mode, self._clock()),
+            )
+
+    async def speech(self, chat_id: int) -> SpeechMode:
+        """The chat's speech mode; "voice" (answers to voice notes are spoken) until ``/speak`` changes it."""
+        row = await self._one("SELECT mode FROM chat_speech WHERE chat_id = ?", (chat_id,))
+        return cast(SpeechMode, str(row[0])) if row else "voice"
+
+    # -- prompts -------------------------------------------------------------------------------------------
+
+    async def open_callbacks(self, chat_id: int, user_id: int, action: str) -> list[Callback]:
+        """The buttons of ``action`` that ``user_id`` can still press in the chat, newest first (for a spoken
+        answer, which presses one of them)."""
+        rows = await self._all(
+            f"SELECT {_CALLBACK_COLS} FROM callbacks WHERE chat_id = ? AND user_id = ? AND action = ?"
+            " AND used_at IS NULL AND expires_at > ? ORDER BY created_at DESC, rowid DESC",
+            (chat_id, user_id, action, self._clock()),
+        )
+        return [Callback(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6]) for r in rows]

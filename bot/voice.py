@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import importlib
 import io
 import os
@@ -25,8 +26,10 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import av.error
+import numpy as np
 
 from bot.errors import VoiceError, VoiceModelError
+from bot.voice_snap import DEFAULT_MARGIN, Snapped, snap
 
 __all__ = ["CODING_TERMS", "Backend", "Transcriber", "Transcript", "default_model_path", "vocabulary_prompt"]
 
@@ -47,15 +50,37 @@ CODING_TERMS: tuple[str, ...] = (
     "backoff", "webhook", "regex", "JSON", "API",
 )  # fmt: skip
 _WORD = re.compile(r"[^\s,;:]+(?:[ -][^\s,;:]+)*")
+_WINDOW_S = 30.0  # Whisper hears 30 s at a time; snapping scores words against the first window only
+_FRAMES_PER_S = 100  # mel frames a second (hop 160 at 16 kHz)
+_WINDOW_FRAMES = 3000
 
 
 @dataclass(frozen=True, slots=True)
 class Transcript:
-    """What a voice note said."""
+    """What a voice note said: ``text`` after snapping (bot.voice_snap); ``snapped`` says what the model
+    wrote and what snapping changed (None when it did not run)."""
 
     text: str
     language: str
     duration_s: float
+    snapped: Snapped | None = None
+
+    @property
+    def heard(self) -> str:
+        """The model's own words, before snapping."""
+        return self.snapped.heard if self.snapped is not None else self.text
+
+    @property
+    def changes(self) -> tuple[tuple[str, str], ...]:
+        """The words snapping replaced, as (heard, lexicon word)."""
+        return self.snapped.changes if self.snapped is not None else ()
+
+    def without(self, words: Sequence[str]) -> Transcript:
+        """This transcript as if ``words`` had not been snapping targets (see Snapped.without)."""
+        if self.snapped is None:
+            return self
+        snapped = self.snapped.without(words)
+        return dataclasses.replace(self, text=snapped.text, snapped=snapped)
 
 
 def default_model_path() -> Path:
@@ -97,6 +122,9 @@ class Transcriber:
     ``temperature``: None keeps the backend's fallback ladder; a number decodes once at that temperature.
     ``without_timestamps``: on by default: a note's text needs no timestamps, and they cost decoder steps.
     ``cpu_threads``: 0 means min(4, cores).
+    ``snap_margin``: how far (nats) below the transcript a command verb or name from the lexicon may score and
+    still replace a word that sounds like it (bot.voice_snap); None turns snapping off. Snapping runs only
+    when ``transcribe`` is given ``names``, on faster-whisper, for notes of one 30 s window.
 
     Use as ``async with Transcriber() as t: await t.transcribe(path)``, or call ``aclose()``.
     """
@@ -116,6 +144,7 @@ class Transcriber:
         cpu_threads: int = 0,
         download_root: Path | None = None,
         temp_dir: Path | None = None,
+        snap_margin: float | None = DEFAULT_MARGIN,
     ) -> None:
         if backend not in ("faster-whisper", "openai-whisper"):
             raise VoiceModelError(f"unknown whisper backend {backend!r}")
@@ -133,6 +162,7 @@ class Transcriber:
         self.cpu_threads = cpu_threads if cpu_threads > 0 else min(4, os.cpu_count() or 1)
         self.download_root = download_root
         self.temp_dir = temp_dir
+        self.snap_margin = snap_margin
         self._model: Any = None
         # One thread: the model is not shared between threads and notes queue in arrival order.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whisper")
@@ -151,17 +181,20 @@ class Transcriber:
         """Load the model now (idempotent); ``transcribe`` loads it on first use otherwise."""
         await self._run(self._ensure_model)
 
-    async def transcribe(self, audio: str | Path | bytes, *, hotwords: Sequence[str] = ()) -> Transcript:
+    async def transcribe(
+        self, audio: str | Path | bytes, *, hotwords: Sequence[str] = (), names: Sequence[str] | None = None
+    ) -> Transcript:
         """Transcribe a voice note given as a file path or its bytes (OGG/Opus or anything FFmpeg reads).
 
         ``hotwords``: project names and memory keywords that should be spelled as given; the transcriber's
-        ``glossary`` (coding terms) follows them in the prompt.
+        ``glossary`` (coding terms) follows them in the prompt. ``names``: the owner's words that misheard
+        words may be snapped to, beside the command verbs (bot.voice_snap); None: no snapping.
         Raises VoiceError when the audio cannot be decoded, VoiceModelError when the model cannot load.
         """
         prompt = vocabulary_prompt([*hotwords, *self.glossary])
         if self.backend == "openai-whisper":
             return await self._run(self._transcribe_openai, audio, prompt)
-        return await self._run(self._transcribe_faster, audio, prompt)
+        return await self._run(self._transcribe_faster, audio, prompt, names)
 
     async def aclose(self) -> None:
         """Stop the worker thread after the work already queued; the model is dropped."""
@@ -195,8 +228,19 @@ class Transcriber:
         from faster_whisper import WhisperModel  # type: ignore[import-untyped]
 
         name = self.model_name or str(default_model_path())
+        class _Model(WhisperModel):  # type: ignore[misc]
+            """Keeps the encoder's output of a note's first window, for scoring snapped words against it."""
+
+            first_window: Any = None
+
+            def encode(self, features: Any) -> Any:
+                out = super().encode(features)
+                if self.first_window is None:
+                    self.first_window = out
+                return out
+
         try:
-            return WhisperModel(
+            return _Model(
                 name,
                 device=self.device,
                 compute_type=self.compute_type,
@@ -207,8 +251,11 @@ class Transcriber:
             # Hugging Face lookup errors are OSError subclasses; CTranslate2 raises RuntimeError.
             raise VoiceModelError(f"couldn't load the Whisper model {name!r} ({exc})") from exc
 
-    def _transcribe_faster(self, audio: str | Path | bytes, prompt: str | None) -> Transcript:
+    def _transcribe_faster(
+        self, audio: str | Path | bytes, prompt: str | None, names: Sequence[str] | None = None
+    ) -> Transcript:
         self._ensure_model()
+        self._model.first_window = None
         # Bytes go through memory (PyAV reads file objects): no temporary file to leak.
         source: str | io.BytesIO = io.BytesIO(audio) if isinstance(audio, bytes) else str(audio)
         try:
@@ -224,7 +271,41 @@ class Transcriber:
             raise VoiceError(f"couldn't read that voice note ({_short(exc)})") from exc
         except (av.error.FFmpegError, EOFError, ValueError, IndexError) as exc:
             raise VoiceError(f"couldn't decode that voice note ({_short(exc)})") from exc
-        return Transcript(text=text, language=str(info.language or ""), duration_s=float(info.duration))
+        language, duration = str(info.language or ""), float(info.duration)
+        encoded, self._model.first_window = self._model.first_window, None
+        if names is None or self.snap_margin is None or encoded is None or not text or duration > _WINDOW_S:
+            return Transcript(text=text, language=language, duration_s=duration)
+
+        def score(texts: Sequence[str]) -> list[float]:
+            return self._score(encoded, prompt, language, duration, texts)
+
+        snapped = snap(text, score, names, margin=self.snap_margin)
+        return Transcript(snapped.text, language, duration, snapped)
+
+    def _score(
+        self, encoded: Any, prompt: str | None, language: str, duration: float, texts: Sequence[str]
+    ) -> list[float]:
+        """Log-probability of each text given the first window's audio, in the same prompt context as decoding.
+
+        CTranslate2's ``align`` forces the tokens through the decoder and returns each one's probability.
+        """
+        from faster_whisper.tokenizer import Tokenizer  # type: ignore[import-untyped]
+
+        m = self._model
+        tokenizer = Tokenizer(m.hf_tokenizer, m.model.is_multilingual, task="transcribe", language=language or "en")
+        previous = tokenizer.encode(" " + prompt.strip()) if prompt else []
+        start = m.get_prompt(tokenizer, previous, without_timestamps=True)
+        frames = max(1, min(_WINDOW_FRAMES, round(duration * _FRAMES_PER_S)))
+        scores: list[float] = []
+        for text in texts:
+            tokens = tokenizer.encode(" " + text.strip())
+            if not tokens:
+                scores.append(float("-inf"))
+                continue
+            result = m.model.align(encoded, start, [tokens], frames)[0]
+            probs = np.asarray(result.text_token_probs, dtype=np.float64)
+            scores.append(float(np.log(np.maximum(probs, 1e-12)).sum()))
+        return scores
 
     def _load_openai(self) -> Any:
         try:

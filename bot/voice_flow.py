@@ -1,7 +1,9 @@
 """A voice note becomes an instruction: size check before download, local transcription, the echo, then the run.
 
 The transcript is echoed ("🎙 …") before any work starts; with ``voice_confirm`` the owner first taps Run
-(or sends a corrected text instead). Project names and recent memory keywords prime Whisper's spelling.
+(or sends a corrected text instead). Project names and recent memory keywords prime Whisper's spelling, and
+misheard command verbs and names are snapped back to them (bot.voice_snap; the echo says what was changed).
+While one of the owner's prompts waits, the note may answer it instead (bot.voice_answers).
 """
 
 from __future__ import annotations
@@ -19,16 +21,19 @@ from bot.errors import VoiceError
 from bot.progress import escape, ptb_seconds
 from bot.services import Services
 from bot.sessions import SessionManager
+from bot.voice import Transcript
+from bot.voice_answers import CONFIRM_ACTION, VoiceAnswers, corrections
+from bot.voice_intent import answer_hotwords
 from memory.errors import MemoryStoreError
 
-__all__ = ["MAX_VOICE_BYTES", "MAX_VOICE_SECONDS", "VOICE_ACTION", "VoiceFlow", "strip_trigger"]
+__all__ = ["MAX_VOICE_BYTES", "MAX_VOICE_SECONDS", "VOICE_ACTION", "VoiceFlow", "echo_text", "strip_trigger"]
 
 logger = logging.getLogger(__name__)
 
 MAX_VOICE_BYTES = 20 * 1024 * 1024  # Telegram's getFile limit for bots
 MAX_VOICE_SECONDS = 15 * 60  # longer notes are refused before download: an instruction is short
 TRANSCRIBE_TIMEOUT_S = 300.0
-VOICE_ACTION = "voice"
+VOICE_ACTION = CONFIRM_ACTION
 _CONFIRM_TTL_S = 3600.0
 _WORDS = re.compile(r"[\w']+")
 
@@ -46,10 +51,16 @@ def strip_trigger(transcript: str, trigger: str) -> str | None:
     return rest.strip() or None
 
 
+def echo_text(transcript: Transcript, text: str) -> str:
+    """The echo (HTML): the text as it will run, and the words snapping corrected, so the owner sees them."""
+    return f"🎙 {escape(text)}{corrections(transcript)}"
+
+
 class VoiceFlow:
-    def __init__(self, services: Services, sessions: SessionManager) -> None:
+    def __init__(self, services: Services, sessions: SessionManager, answers: VoiceAnswers | None = None) -> None:
         self.services = services
         self.sessions = sessions
+        self.answers = answers
 
     async def hotwords(self) -> list[str]:
         s = self.services
@@ -89,11 +100,19 @@ class VoiceFlow:
         except TelegramError as exc:
             await s.sender.send(chat_id, f"🎙 Could not download the voice note: {exc.message}", html_text=False)
             return
+        # Someone else's words (forwarded) never answer the owner's prompt.
+        prompt = (
+            None if self.answers is None or forwarded_from is not None else await self.answers.waiting(chat_id, user_id)
+        )
+        # While a prompt waits, its answers' words prime the model and are snapping targets too ("Console." for
+        # a mumbled "cancel"); they stop being targets if the note turns out to be an instruction.
+        answer_words = answer_hotwords(prompt.kind) if prompt is not None else []
+        words = [*answer_words, *await self.hotwords()]
         try:
             transcriber = await s.get_transcriber()
             # Bounded so a pathological note frees the chat; the worker thread finishes on its own.
             async with asyncio.timeout(TRANSCRIBE_TIMEOUT_S):
-                transcript = await transcriber.transcribe(data, hotwords=await self.hotwords())
+                transcript = await transcriber.transcribe(data, hotwords=words, names=words)
         except VoiceError as exc:
             await s.sender.send(chat_id, f"🎙 {exc}", html_text=False)
             return
@@ -104,12 +123,18 @@ class VoiceFlow:
         if not text:
             await s.sender.send(chat_id, "🎙 I could not hear any words in that voice note.", html_text=False)
             return
+        answers = self.answers
+        if prompt is not None and answers is not None:
+            if await answers.take(chat_id, user_id, prompt, transcript):
+                return
+            transcript = transcript.without(answer_words)
+            text = " ".join(transcript.text.split())
         if forwarded_from is not None:
             text = quote_text(forwarded_from, text)
         if s.settings.voice_confirm:
-            await self._ask_confirm(chat_id, user_id, text)
+            await self._ask_confirm(chat_id, user_id, text, transcript)
             return
-        await s.sender.send(chat_id, f"🎙 {escape(text)}")
+        await s.sender.send(chat_id, echo_text(transcript, text))
         await self.run_transcript(chat_id, user_id, text)
 
     async def run_transcript(self, chat_id: int, user_id: int, text: str) -> None:
@@ -120,7 +145,7 @@ class VoiceFlow:
             return
         await self.sessions.submit(chat_id, user_id, text, "voice")
 
-    async def _ask_confirm(self, chat_id: int, user_id: int, text: str) -> None:
+    async def _ask_confirm(self, chat_id: int, user_id: int, text: str, transcript: Transcript) -> None:
         s = self.services
         await s.state.set_pending_transcript(chat_id, text)
         group = f"voice-{secrets.token_urlsafe(8)}"
@@ -133,7 +158,7 @@ class VoiceFlow:
         )
         await s.sender.send(
             chat_id,
-            f"🎙 {escape(text)}\n\n<i>Run it, or send the corrected text instead.</i>",
+            f"{echo_text(transcript, text)}\n\n<i>Run it (or say “yes”), or send the corrected text instead.</i>",
             buttons=[[("▶️ Run", run), ("✖️ Cancel", drop)]],
         )
 

@@ -146,8 +146,10 @@ class Eywa:
             return set()
         return await self.db.read(functools.partial(hidden_sessions, privacy=hidden, session_ids=list(session_ids)))
 
-    async def show(self, session_id: str) -> SessionView:
-        session = await store.get_session(self.db.conn, session_id)
+    async def show(self, session_id: str, *, transcript: bool = True) -> SessionView:
+        """The session, its handoff and subagents; ``transcript=False`` leaves the session's rendered markdown
+        out (``""``) for callers that need only the rest (it can be megabytes)."""
+        session = await store.get_session(self.db.conn, session_id, markdown=transcript)
         handoff = await store.get_handoff(self.db.conn, session_id)
         if session is None and handoff is None:
             raise SessionNotFoundError(session_id)
@@ -175,7 +177,7 @@ class Eywa:
                 why = f"not a transcript ({bad} unreadable line(s); line {first.line_no}: {first.reason})"
                 raise SourceUnreadableError(transcript_path, why)
         elif session_id is not None:
-            if await store.get_session(self.db.conn, session_id) is None:
+            if await store.get_session(self.db.conn, session_id, markdown=False) is None:
                 raise SessionNotFoundError(session_id)
             ids = [session_id]
         else:
@@ -219,7 +221,7 @@ class Eywa:
     async def forget(self, session_id: str) -> list[str]:
         """Remove a session, its handoff, its subagents, their index entries and mirror files. It stays
         forgotten: a later ingest or import of it leaves it out."""
-        await self.show(session_id)  # SessionNotFoundError when there is nothing to forget
+        await self.show(session_id, transcript=False)  # SessionNotFoundError when there is nothing to forget
         async with self.db.write() as conn:
             removed = await store.delete_session(conn, session_id)
             for sid, _ in removed:

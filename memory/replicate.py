@@ -47,6 +47,7 @@ __all__ = [
     "install_capture",
     "load_rows",
     "mirror",
+    "optimize_fts",
     "pending_changes",
     "read_groups",
     "rebuild_chunk_fts",
@@ -172,8 +173,10 @@ def mirror(name: str) -> Mirror:
 
 _SELECT = {
     "content": (
+        # CROSS JOIN: content_rows drives, each FTS5 row found by its rowid (the other way round is a scan of
+        # content_rows for every content row).
         "SELECT r.session_id, r.row, c.kind, c.parent_id, c.body FROM content_rows AS r"
-        " JOIN content AS c ON c.rowid = r.row"
+        " CROSS JOIN content AS c ON c.rowid = r.row"
     ),
     "facts_fts": "SELECT id, rowid, body FROM facts_fts",
 }
@@ -402,6 +405,13 @@ def load_rows(conn: sqlite3.Connection, name: str, rows: Sequence[Row]) -> None:
         conn.executemany("INSERT INTO facts_fts(rowid, id, body) VALUES(?, ?, ?)", [(r[1], r[0], r[2]) for r in rows])
     else:
         _insert_plain(conn, mirror(name), rows)
+
+
+def optimize_fts(conn: sqlite3.Connection) -> None:
+    """Merge each full-text index into one segment (a copy built in batches has many): faster to query, the
+    same bm25 (FTS5's statistics do not depend on how its index is cut into segments)."""
+    for table in ("content", "chunk_fts", "facts_fts"):
+        conn.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
 
 
 def rebuild_chunk_fts(conn: sqlite3.Connection) -> int:

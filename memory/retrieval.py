@@ -30,7 +30,7 @@ from memory.db import Database
 from memory.index import FIELD_DOC, FIELD_KEYWORD, FIELD_PROJECT
 from memory.privacy import Privacy, hidden_sessions
 from memory.query_dates import NamedDate, query_dates
-from memory.snippet import SNIPPET_SQL_ARGS, SNIPPET_TEXT_MAX, long_snippet
+from memory.snippet import SNIPPET_SQL_ARGS, SNIPPET_TEXT_MAX, long_snippets
 from memory.tokenize import project_terms, query_terms, tokenize
 from memory.topk import DAY_S, PostingList, TopK, duration_boost, recency_factor
 
@@ -320,11 +320,14 @@ def _shown(conn: sqlite3.Connection, picked: Sequence[tuple[str, float, float, E
     return out
 
 
-# snippet() only where the text is short enough for it (memory/snippet.py); NULL tells a long session.
+# snippet() only where the text is short enough for it (memory/snippet.py); NULL tells a long session, whose
+# length is where its last window stops. The ids come from FTS5's own table of the rows, `content_content`:
+# reading any column through `content` reads the whole row, all 10 MB of a long session's body.
 _SEARCH_SQL = (
-    "SELECT session_id, kind, parent_id, bm25(content), rowid,"
-    f" CASE WHEN length(body) <= {SNIPPET_TEXT_MAX} THEN snippet(content, 3, {SNIPPET_SQL_ARGS}) END"
-    " FROM content WHERE content MATCH ? ORDER BY rank LIMIT ?"
+    "SELECT t.c0, t.c1, t.c2, bm25(content), content.rowid,"
+    f" CASE WHEN (SELECT max(stop) FROM chunks WHERE session_id = t.c0) <= {SNIPPET_TEXT_MAX}"
+    f" THEN snippet(content, 3, {SNIPPET_SQL_ARGS}) END"
+    " FROM content CROSS JOIN content_content AS t ON t.id = content.rowid WHERE content MATCH ? ORDER BY rank LIMIT ?"
 )
 
 _decode = json.JSONDecoder().decode  # json.loads without its argument checks: ten lists a query
@@ -350,9 +353,9 @@ async def search_content(conn: aiosqlite.Connection, query: str, limit: int = 10
     if not tokens or limit <= 0:
         return []
     match = " OR ".join(map(fts_quote, tokens))
-    rows = await conn.execute_fetchall(_SEARCH_SQL, (match, limit))
-    hits = []
-    for s, k, p, b, row, snip in rows:
-        text = snip if snip is not None else await long_snippet(conn, str(s), int(row), match, tokens)
-        hits.append(ContentHit(str(s), str(k), str(p), str(text), -float(b)))
-    return hits
+    rows = list(await conn.execute_fetchall(_SEARCH_SQL, (match, limit)))
+    longer = iter(await long_snippets(conn, [(str(r[0]), int(r[4])) for r in rows if r[5] is None], match, tokens))
+    return [
+        ContentHit(str(s), str(k), str(p), str(snip if snip is not None else next(longer)), -float(b))
+        for s, k, p, b, _, snip in rows
+    ]

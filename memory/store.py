@@ -141,6 +141,7 @@ _SESSION_COLS = (
     "session_id, kind, parent_id, source_path, cwd, git_branch, title, model, started_at, ended_at,"
     " duration_min, n_entries, markdown, content_sha, extract_state"
 )
+_SESSION_COLS_BRIEF = _SESSION_COLS.replace(" markdown,", " '' AS markdown,")  # all but the transcript
 
 
 async def put_session(
@@ -204,8 +205,10 @@ def _session(row: Any) -> SessionRow:
     )
 
 
-async def get_session(conn: aiosqlite.Connection, session_id: str) -> SessionRow | None:
-    async with conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE session_id = ?", (session_id,)) as cur:
+async def get_session(conn: aiosqlite.Connection, session_id: str, *, markdown: bool = True) -> SessionRow | None:
+    """The session's row; ``markdown=False`` leaves its rendered transcript out (``""``): it can be megabytes."""
+    cols = _SESSION_COLS if markdown else _SESSION_COLS_BRIEF
+    async with conn.execute(f"SELECT {cols} FROM sessions WHERE session_id = ?", (session_id,)) as cur:
         row = await cur.fetchone()
     return _session(row) if row else None
 

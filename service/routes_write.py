@@ -208,11 +208,11 @@ async def forget_session(tenant: Tenant, session_id: str) -> list[str]:
     eywa = await tenant.eywa()
     root = (tenant.spool_dir / "transcripts").resolve()
     async with tenant.ingest_lock:
-        view = await eywa.show(session_id)  # SessionNotFoundError: 404
+        view = await eywa.show(session_id, transcript=False)  # SessionNotFoundError: 404
         ids = [session_id, *view.subagents]
         paths = set()
-        for sid in ids:
-            row = await store.get_session(eywa.db.conn, sid)
+        for sid in ids:  # their source files only, not their (possibly megabytes of) markdown
+            row = await store.get_session(eywa.db.conn, sid, markdown=False)
             if row is not None and row.source_path:
                 paths.add(Path(row.source_path).resolve())
         removed = await eywa.forget(session_id)

@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections.abc import AsyncIterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from psycopg import sql
 from memory.db import SCHEMA_VERSION
 from service.errors import ServiceUnavailable
 from service.pg.migrations import LOCK_KEY, MIGRATIONS, TENANT_ROLE
+from service.pg.pool import AConn, Pool, PoolBusy
 
 __all__ = [
     "DatabaseUnavailable",
@@ -44,7 +44,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-AConn = psycopg.AsyncConnection[Any]
 Query = str | sql.SQL | sql.Composed
 
 
@@ -94,6 +93,12 @@ class TenantTx:
     seq: int
     generation: str
     link: PgLink
+    committed: bool = False
+
+    async def commit(self) -> None:
+        async with self.link.guard():
+            await self.conn.execute("COMMIT")
+        self.committed = True
 
     async def rows(self, query: Query, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         async with self.link.guard():
@@ -144,70 +149,6 @@ class Stream:
 _SEEN: ContextVar[tuple[str, int, str] | None] = ContextVar("macupos_pg_seen", default=None)
 
 _UNAVAILABLE = (psycopg.OperationalError, psycopg.InterfaceError)
-_CHECK_AFTER_S = 1.0  # a connection idle longer is checked (one empty statement) before it is lent again
-
-
-class Pool:
-    """At most ``max_size`` connections, idle ones kept for reuse; a broken one is dropped, not lent again."""
-
-    def __init__(self, conninfo: str, kwargs: dict[str, Any], max_size: int, wait_s: float) -> None:
-        self.conninfo = conninfo
-        self.kwargs = kwargs
-        self.max_size = max_size
-        self.wait_s = wait_s
-        self._slots = asyncio.Semaphore(max_size)
-        self._idle: list[tuple[AConn, float]] = []
-        self.opened = 0  # connections made, for the benchmarks
-
-    @contextlib.asynccontextmanager
-    async def connection(self) -> AsyncIterator[AConn]:
-        try:
-            async with asyncio.timeout(self.wait_s):
-                await self._slots.acquire()
-        except TimeoutError:
-            raise DatabaseUnavailable("every database connection is busy; try again") from None
-        conn: AConn | None = None
-        try:
-            conn = await self._get()
-            yield conn
-        finally:
-            if conn is not None:
-                await self._put(conn)
-            self._slots.release()
-
-    async def _get(self) -> AConn:
-        while self._idle:
-            conn, since = self._idle.pop()
-            if conn.closed or conn.broken:
-                continue
-            if time.monotonic() - since > _CHECK_AFTER_S:
-                try:
-                    async with asyncio.timeout(5):
-                        await conn.execute("")
-                except (TimeoutError, psycopg.Error):
-                    await self._drop(conn)
-                    continue
-            return conn
-        conn = await psycopg.AsyncConnection.connect(self.conninfo, **self.kwargs)
-        self.opened += 1
-        return conn
-
-    async def _put(self, conn: AConn) -> None:
-        if conn.closed or conn.broken or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            await self._drop(conn)  # mid-statement (a cancelled request), in a transaction, or dead
-        else:
-            self._idle.append((conn, time.monotonic()))
-
-    @staticmethod
-    async def _drop(conn: AConn) -> None:
-        with contextlib.suppress(psycopg.Error, TimeoutError):
-            async with asyncio.timeout(5):
-                await conn.close()
-
-    async def close(self) -> None:
-        idle, self._idle = self._idle, []
-        for conn, _ in idle:
-            await self._drop(conn)
 
 
 class PgLink:
@@ -274,6 +215,8 @@ class PgLink:
         try:
             async with self.pool.connection() as conn:
                 yield conn
+        except PoolBusy:
+            raise DatabaseUnavailable("every database connection is busy; try again") from None
         except _UNAVAILABLE as exc:
             logger.warning("database unavailable: %s", type(exc).__name__)
             raise DatabaseUnavailable() from exc
@@ -355,10 +298,10 @@ class PgLink:
     @contextlib.asynccontextmanager
     async def tenant_write(self, tenant: str, lock_wait_s: float) -> AsyncIterator[TenantTx]:
         """A tenant's write transaction: its row in ``tenants`` locked (one writer per tenant in the whole
-        fleet; a writer waits up to ``lock_wait_s`` for another) and its sequence bumped. Committed when the
-        body ends normally unless it set ``tx.seq = 0`` (nothing written); rolled back otherwise."""
+        fleet; a writer waits up to ``lock_wait_s`` for another) and its sequence bumped. Committed by
+        ``tx.commit()``; rolled back otherwise."""
         async with self.connection() as conn:
-            committed = False
+            tx: TenantTx | None = None
             try:
                 async with self.guard(lock_wait_s + self.timeout_s + 5):
                     async with conn.pipeline():  # one round trip
@@ -381,12 +324,8 @@ class PgLink:
                     raise LookupError(f"no tenant {tenant!r} in the database")
                 tx = TenantTx(conn, tenant, int(row[0]), str(row[1]), self)
                 yield tx
-                if tx.seq:
-                    async with self.guard():
-                        await conn.execute("COMMIT")
-                    committed = True
             finally:
-                if not committed:
+                if tx is None or not tx.committed:
                     await self._end(conn, commit=False)
 
     async def _end(self, conn: AConn, *, commit: bool) -> None:

@@ -26,7 +26,7 @@ from memory.settings import MemorySettings
 from service.errors import Conflict, NotFound
 from service.pg.keys import PgKeyStore
 from service.pg.link import PgLink, to_pg_text
-from service.pg.replica import build_copy, push_rows
+from service.pg.rows import build_copy, push_rows
 from service.tenants import KeyRecord, Scope, check_tenant_name
 
 __all__ = ["MigrationReport", "from_sqlite", "to_sqlite"]
@@ -109,7 +109,7 @@ async def from_sqlite(link: PgLink, path: Path, tenant: str, *, keys_db: Path | 
                 part = events[i : i + 5000]
                 await tx.run(
                     "INSERT INTO macupos.facts_events(tenant_id, id, at_ms, origin, line, seq)"
-                    " SELECT %s, u.*, %s FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::text[]) AS u",
+                    " SELECT %s, u.*, %s FROM unnest(%b::text[], %b::bigint[], %b::text[], %b::text[]) AS u",
                     [
                         tenant,
                         tx.seq,
@@ -124,8 +124,8 @@ async def from_sqlite(link: PgLink, path: Path, tenant: str, *, keys_db: Path | 
                 [(got,)] = await tx.rows(f"SELECT count(*) FROM macupos.{name} WHERE tenant_id = %s", [tenant])
                 report.rows[name] = (n, int(got))
             if not report.equal:
-                tx.seq = 0  # rolled back
-                return report
+                return report  # rolled back
+            await tx.commit()
     finally:
         src.close()
     if keys_db is not None:

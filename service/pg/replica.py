@@ -29,36 +29,35 @@ import shutil
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from psycopg import sql
 
 from memory import replicate
-from memory.db import SCHEMA_VERSION, Database
+from memory.db import SCHEMA_VERSION
 from memory.facts.events import load_origin
 from memory.replicate import MIRRORS, Key, Mirror, Row
 from service.errors import ServiceUnavailable
+from service.pg import events
 from service.pg.link import PgLink, Query, TenantTx, from_pg_text, to_pg_text
+from service.pg.rows import (
+    BATCH_BYTES,
+    build_copy,
+    decode_rows,
+    group_filter,
+    insert_statements,
+    remove_db,
+    select,
+)
 
-__all__ = [
-    "REBUILD_GAP",
-    "Replica",
-    "ReplicaStale",
-    "build_copy",
-    "decode_rows",
-    "encode_columns",
-    "insert_statements",
-    "push_rows",
-]
+__all__ = ["REBUILD_GAP", "Replica", "ReplicaStale"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 REBUILD_GAP = 2_000  # a copy this many writes behind when opened is built afresh rather than caught up
-_BATCH_BYTES = 8 << 20  # rows sent in one INSERT, about
-_PG_TYPE = {"text": "text", "int": "bigint", "real": "float8"}
 # The replicas whose write section the running task is in: a write inside one (Eywa.forget inside the
 # upload route's section) joins it.
 _INSIDE: ContextVar[frozenset[int]] = ContextVar("macupos_pg_sections", default=frozenset())
@@ -75,173 +74,6 @@ class ReplicaStale(ServiceUnavailable):
 # --- rows between the two stores --------------------------------------------------------------------------
 
 
-def _texts(m: Mirror) -> list[int]:
-    return [i for i, c in enumerate(m.columns) if c.kind == "text"]
-
-
-def decode_rows(m: Mirror, rows: Iterable[tuple[Any, ...]]) -> list[Row]:
-    """Rows as PostgreSQL returned them, as the replica stores them."""
-    texts = _texts(m)
-    out = []
-    for r in rows:
-        row = list(r)
-        for i in texts:
-            v = row[i]
-            if v is not None and v[:1] == "\x01":
-                row[i] = from_pg_text(v)
-        out.append(tuple(row))
-    return out
-
-
-def encode_columns(m: Mirror, rows: list[Row]) -> list[list[Any]]:
-    """Rows of the replica as one list per column, typed for PostgreSQL arrays."""
-    cols: list[list[Any]] = [[] for _ in m.columns]
-    for r in rows:
-        for i, (c, v) in enumerate(zip(m.columns, r, strict=True)):
-            if v is None:
-                if not c.null:
-                    raise replicate.ReplicaStateError(f"{m.name}.{c.name} is NULL in the local copy")
-            elif c.kind == "text":
-                if not isinstance(v, str):
-                    raise replicate.ReplicaStateError(f"{m.name}.{c.name} holds a {type(v).__name__}, not text")
-                v = to_pg_text(v)
-            elif c.kind == "int":
-                if isinstance(v, float) and v.is_integer():
-                    v = int(v)
-                if not isinstance(v, int):
-                    raise replicate.ReplicaStateError(f"{m.name}.{c.name} holds a {type(v).__name__}, not an integer")
-            elif isinstance(v, int):
-                v = float(v)
-            cols[i].append(v)
-    return cols
-
-
-def _insert_sql(m: Mirror) -> sql.Composed:
-    casts = sql.SQL(", ").join(sql.SQL("%s::{}[]").format(sql.SQL(_PG_TYPE[c.kind])) for c in m.columns)
-    names = sql.SQL(", ").join(sql.Identifier(n) for n in ("tenant_id", *m.names, "seq"))
-    return sql.SQL("INSERT INTO macupos.{} ({}) SELECT %s, u.*, %s FROM unnest({}) AS u").format(
-        sql.Identifier(m.name), names, casts
-    )
-
-
-def _group_filter(m: Mirror, keys: list[Key]) -> tuple[sql.Composable, list[Any]]:
-    """``(g1, g2) IN (…)`` of some groups, as SQL and its parameters."""
-    if m.width == 1:
-        return sql.SQL("{} = ANY(%s)").format(sql.Identifier(m.group[0])), [[to_pg_text(k[0]) for k in keys]]
-    cols = [c for c in m.columns if c.name in m.group]
-    params: list[Any] = []
-    for i, c in enumerate(cols):
-        params.append([to_pg_text(k[i]) if c.kind == "text" else k[i] for k in keys])
-    lhs = sql.SQL(", ").join(sql.Identifier(c.name) for c in cols)
-    casts = sql.SQL(", ").join(sql.SQL("%s::{}[]").format(sql.SQL(_PG_TYPE[c.kind])) for c in cols)
-    return sql.SQL("({}) IN (SELECT * FROM unnest({}))").format(lhs, casts), params
-
-
-def _select(m: Mirror, where: sql.Composable) -> sql.Composed:
-    cols = sql.SQL(", ").join(sql.Identifier(n) for n in m.names)
-    return sql.SQL("SELECT {} FROM macupos.{} WHERE tenant_id = %s AND {}").format(cols, sql.Identifier(m.name), where)
-
-
-def _size(row: Row) -> int:
-    return sum(len(v) if isinstance(v, str) else 8 for v in row)
-
-
-def insert_statements(tenant: str, m: Mirror, rows: list[Row], seq: int) -> list[tuple[Query, list[Any]]]:
-    """INSERTs of rows (their groups already cleared) stamped with ``seq``, a few megabytes each."""
-    query = _insert_sql(m)
-    out: list[tuple[Query, list[Any]]] = []
-    start, size = 0, 0
-    for i, row in enumerate(rows):
-        size += _size(row)
-        if size >= _BATCH_BYTES or i + 1 == len(rows):
-            out.append((query, [tenant, seq, *encode_columns(m, rows[start : i + 1])]))
-            start, size = i + 1, 0
-    return out
-
-
-async def push_rows(tx: TenantTx, m: Mirror, rows: list[Row], seq: int) -> None:
-    """Insert rows (their groups already cleared) stamped with ``seq``."""
-    for query, params in insert_statements(tx.tenant, m, rows, seq):
-        await tx.run(query, params)
-
-
-# --- one copy, built whole --------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Built:
-    seq: int
-    generation: str
-    rows: dict[str, int] = field(default_factory=dict)
-
-
-def _remove_db(path: Path) -> None:
-    for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-        p.unlink(missing_ok=True)
-
-
-def _write_events(folder: Path, lines: dict[str, list[str]]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for origin, found in lines.items():
-        with (folder / f"{origin}.jsonl").open("a", encoding="utf-8") as fh:
-            fh.write("".join(line + "\n" for line in found))
-            fh.flush()
-            os.fsync(fh.fileno())
-
-
-async def build_copy(link: PgLink, tenant: str, db_path: Path, events_dir: Path) -> _Built:
-    """Write the tenant's whole memory, as one snapshot, into a new memory database at ``db_path`` (with the
-    capture triggers) and its facts events into ``events_dir``."""
-    _remove_db(db_path)
-    db = await Database.open(db_path)  # the memory schema, migrated
-    await db.close()
-    conn = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
-    try:
-        conn.execute("PRAGMA synchronous = OFF")  # a copy being built is thrown away if anything stops it
-        conn.execute("BEGIN IMMEDIATE")
-        async with link.tenant_read(tenant) as tx:
-            built = _Built(tx.seq, tx.generation)
-            for m in MIRRORS:
-                n = 0
-                order = sql.SQL(" ORDER BY row, id") if m.name == "chunks" else sql.SQL("")
-                query = _select(m, sql.SQL("true")) + order
-                async for batch in tx.stream(query, [tenant]):
-                    rows = decode_rows(m, batch)
-                    await asyncio.to_thread(replicate.load_rows, conn, m.name, rows)
-                    n += len(rows)
-                built.rows[m.name] = n
-            lines: dict[str, list[str]] = {}
-            events = "SELECT origin, line FROM macupos.facts_events WHERE tenant_id = %s ORDER BY seq, at_ms, id"
-            async for batch in tx.stream(events, [tenant]):
-                for origin, line in batch:
-                    lines.setdefault(str(origin), []).append(from_pg_text(str(line)))
-        built.rows["facts_events"] = sum(len(v) for v in lines.values())
-
-        def finish() -> None:
-            replicate.rebuild_chunk_fts(conn)
-            replicate.install_capture(conn)
-            replicate.set_state(
-                conn,
-                database_id=link.database_id,
-                tenant=tenant,
-                generation=built.generation,
-                cursor=built.seq,
-                events_cursor=built.seq,
-                events_offset=0,
-                schema=SCHEMA_VERSION,
-            )
-            conn.execute("COMMIT")
-
-        await asyncio.to_thread(finish)
-        await asyncio.to_thread(_write_events, events_dir, lines)
-        return built
-    finally:
-        conn.close()
-
-
-# --- the replica of one tenant ----------------------------------------------------------------------------
-
-
 @dataclass(slots=True)
 class _Pulled:
     changes: dict[str, tuple[set[Key], list[Row]]]
@@ -251,7 +83,7 @@ class _Pulled:
 @dataclass(slots=True)
 class _Collected:
     changes: dict[str, tuple[set[Key], list[Row]]]
-    events: list[tuple[str, int, str, str]]  # (id, at_ms, origin, line)
+    events: list[events.EventLine]
     offset: int
 
 
@@ -285,8 +117,16 @@ class Replica:
         return self._conn
 
     async def _local(self, fn: Callable[..., T], *args: Any) -> T:
-        conn = self._sqlite()
-        return await asyncio.to_thread(fn, conn, *args)
+        """``fn(connection, *args)`` on a worker thread; a cancelled caller still waits for it to end, so the
+        connection is never used by two threads at once."""
+        work = asyncio.ensure_future(asyncio.to_thread(fn, self._sqlite(), *args))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            while not work.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait({work})
+            raise
 
     @staticmethod
     def _in_write(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -359,7 +199,7 @@ class Replica:
         built = await build_copy(self.link, self.tenant, staged / "memory.db", staged / "facts" / "events")
 
         def swap() -> None:
-            _remove_db(self.path)
+            remove_db(self.path)
             for old in (self.facts_dir, self.folder / "handoffs"):
                 shutil.rmtree(old, ignore_errors=True)
             os.replace(staged / "memory.db", self.path)
@@ -438,8 +278,8 @@ class Replica:
             lines: dict[str, list[str]] = {}
             for origin, line in pulled.events:
                 lines.setdefault(origin, []).append(line)
-            await asyncio.to_thread(_write_events, self.facts_dir / "events", lines)
-        offset = await asyncio.to_thread(self._own_events_size)
+            await asyncio.to_thread(events.append_lines, self.facts_dir / "events", lines)
+        offset = await asyncio.to_thread(events.file_size, self._own_events())
         await self._local(self._in_write, lambda c: replicate.set_state(c, events_cursor=upto, events_offset=offset))
         self.events_cursor, self.events_offset = upto, offset
 
@@ -447,7 +287,7 @@ class Replica:
         """What changed past the cursor (and the rows of the groups to put back), in one round trip."""
         queries: list[tuple[Query, list[Any]]] = []
         if self.cursor < upto:
-            queries += [(_select(m, sql.SQL("seq > %s")), [tx.tenant, self.cursor]) for m in MIRRORS]
+            queries += [(select(m, sql.SQL("seq > %s")), [tx.tenant, self.cursor]) for m in MIRRORS]
             queries.append(
                 (
                     "SELECT mirror, key FROM macupos.deletions WHERE tenant_id = %s AND seq > %s",
@@ -466,8 +306,8 @@ class Replica:
         for m in MIRRORS:
             keys = sorted(pending.get(m.name, set()), key=repr)
             for i in range(0, len(keys), 500):
-                where, params = _group_filter(m, keys[i : i + 500])
-                queries.append((_select(m, where), [tx.tenant, *params]))
+                where, params = group_filter(m, keys[i : i + 500])
+                queries.append((select(m, where), [tx.tenant, *params]))
                 back.append((m, keys[i : i + 500]))
         results = iter(await tx.many(queries))
         changes: dict[str, tuple[set[Key], list[Row]]] = {}
@@ -486,56 +326,20 @@ class Replica:
             for name, key in next(results):
                 if str(name) in replicate.MIRROR_NAMES:
                     add(replicate.mirror(str(name)), [tuple(json.loads(from_pg_text(str(key))))], [])
-        events: list[tuple[str, str]] = []
+        down: list[tuple[str, str]] = []
         if self.events_cursor < upto:
-            events = [(str(o), from_pg_text(str(line))) for o, line in next(results)]
+            down = [(str(o), from_pg_text(str(line))) for o, line in next(results)]
         for m, keys in back:
             add(m, keys, decode_rows(m, next(results)))
-        return _Pulled(changes, events)
+        return _Pulled(changes, down)
 
-    # -- this copy's facts events -----------------------------------------------------------------------
-
-    def _own_events_path(self) -> Path:
+    def _own_events(self) -> Path:
         return self.facts_dir / "events" / f"{self.origin}.jsonl"
-
-    def _own_events_size(self) -> int:
-        try:
-            return self._own_events_path().stat().st_size
-        except FileNotFoundError:
-            return 0
 
     async def _own_events_back(self) -> None:
         """Cut this copy's event file back to what the database has (lines of a write it did not commit)."""
-
-        def cut() -> None:
-            path = self._own_events_path()
-            if self.origin and path.exists() and path.stat().st_size > self.events_offset:
-                with path.open("rb+") as fh:
-                    fh.truncate(self.events_offset)
-                    os.fsync(fh.fileno())
-
-        await asyncio.to_thread(cut)
-
-    def _own_events_since(self, applied: set[str]) -> tuple[list[tuple[str, int, str, str]], int]:
-        """Whole lines of this copy's event file past the database's offset whose events were committed here."""
-        path = self._own_events_path()
-        try:
-            with path.open("rb") as fh:
-                fh.seek(self.events_offset)
-                data = fh.read()
-        except FileNotFoundError:
-            return [], self.events_offset
-        whole = data[: data.rfind(b"\n") + 1]
-        out = []
-        for raw in whole.split(b"\n"):
-            try:
-                event = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(event, dict) and event.get("id") in applied:
-                line = raw.decode("utf-8")
-                out.append((str(event["id"]), int(event["at_ms"]), str(event["origin"]), line))
-        return out, self.events_offset + len(whole)
+        if self.origin:
+            await asyncio.to_thread(events.cut_back, self._own_events(), self.events_offset)
 
     # -- writes ---------------------------------------------------------------------------------------
 
@@ -547,30 +351,33 @@ class Replica:
         finally:
             conn.execute("COMMIT")
         applied = {str(r[0]) for r in changes.get("applied_events", (set(), []))[1]}
-        events, offset = self._own_events_since(applied) if applied else ([], self.events_offset)
-        return _Collected(changes, events, offset)
+        if not applied:
+            return _Collected(changes, [], self.events_offset)
+        lines, offset = events.lines_since(self._own_events(), self.events_offset, applied)
+        return _Collected(changes, lines, offset)
 
     async def _push(self, tx: TenantTx, got: _Collected) -> None:
         """The changed groups' rows replace the database's, in one round trip (a few for a big write)."""
-        statements: list[tuple[Query, list[Any]]] = []
+        statements: list[tuple[Query, list[Any], int]] = []
         for name, (keys, rows) in got.changes.items():
             m = replicate.mirror(name)
             ordered = sorted(keys, key=repr)
             for i in range(0, len(ordered), 500):
-                where, params = _group_filter(m, ordered[i : i + 500])
+                where, params = group_filter(m, ordered[i : i + 500])
                 delete = sql.SQL("DELETE FROM macupos.{} WHERE tenant_id = %s AND {}").format(
                     sql.Identifier(name), where
                 )
-                statements.append((delete, [tx.tenant, *params]))
+                statements.append((delete, [tx.tenant, *params], 500 * 40))
             statements += insert_statements(tx.tenant, m, rows, tx.seq)
             gone = keys - {replicate.group_of(m, r) for r in rows}
             if gone:
                 statements.append(
                     (
                         "INSERT INTO macupos.deletions(tenant_id, mirror, key, seq)"
-                        " SELECT %s, %s, unnest(%s::text[]), %s"
+                        " SELECT %s, %s, unnest(%b::text[]), %s"
                         " ON CONFLICT (tenant_id, mirror, key) DO UPDATE SET seq = excluded.seq",
                         [tx.tenant, name, [to_pg_text(json.dumps(list(k))) for k in sorted(gone, key=repr)], tx.seq],
+                        len(gone) * 40,
                     )
                 )
         if got.events:
@@ -578,64 +385,65 @@ class Replica:
             statements.append(
                 (
                     "INSERT INTO macupos.facts_events(tenant_id, id, at_ms, origin, line, seq)"
-                    " SELECT %s, u.*, %s FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::text[]) AS u"
+                    " SELECT %s, u.*, %s FROM unnest(%b::text[], %b::bigint[], %b::text[], %b::text[]) AS u"
                     " ON CONFLICT (tenant_id, id) DO NOTHING",
                     [tx.tenant, tx.seq, ids, at, origins, [to_pg_text(x) for x in lines]],
+                    sum(len(x) for x in lines),
                 )
             )
         size = 0
         batch: list[tuple[Query, list[Any]]] = []
-        for statement in statements:  # a pipeline holds its parameters in memory: a few megabytes a trip
-            batch.append(statement)
-            size += sum(len(v) if isinstance(v, str) else 8 for p in statement[1] if isinstance(p, list) for v in p)
-            if size >= _BATCH_BYTES:
+        for query, params, weight in statements:  # a pipeline holds its parameters in memory: megabytes a trip
+            batch.append((query, params))
+            size += weight
+            if size >= BATCH_BYTES:
                 await tx.many(batch)
                 batch, size = [], 0
         await tx.many(batch)
 
     @contextlib.asynccontextmanager
     async def gate(self) -> AsyncIterator[None]:
-        """A write section of this tenant (re-entered, it is joined). See the module's docstring."""
+        """A write section of this tenant (re-entered, it is joined). See the module's docstring.
+
+        The tenant's lock in the database is taken first, then this copy's: so the copy is held only while
+        the section catches up, writes and commits, never while it waits for another server's write, and a
+        read of this server waits for a section at most until that section has caught up."""
         if id(self) in _INSIDE.get():
             yield
             return
         if not self.opened:
             await self.open()
-        try:
-            async with self.lock, self._section():
-                yield
-        finally:
-            await self._moved_on()
-
-    @contextlib.asynccontextmanager
-    async def _section(self) -> AsyncIterator[None]:
         token = _INSIDE.set(_INSIDE.get() | {id(self)})
         try:
-            async with self.link.tenant_write(self.tenant, self.lock_wait_s) as tx:
-                seq = tx.seq
-                await self._catch_up(tx, seq - 1)
-                self.dirty = True  # from here the copy may hold what the database does not (yet)
-                yield
-                got = await self._local(self._collect)
-                if got.changes or got.events:
-                    await self._push(tx, got)
-                else:
-                    tx.seq = 0  # nothing written: the sequence is not bumped
-            if got.changes or got.events:
-
-                def mark(conn: sqlite3.Connection) -> None:
-                    replicate.clear_changes(conn)
-                    replicate.set_state(conn, cursor=seq, events_cursor=seq, events_offset=got.offset)
-
-                await self._local(self._in_write, mark)
-                self.cursor = self.events_cursor = seq
-                self.events_offset = got.offset
-            self.dirty = False
-        except BaseException:
-            await self._put_back()
-            raise
+            async with self.link.tenant_write(self.tenant, self.lock_wait_s) as tx, self.lock:
+                try:
+                    await self._catch_up(tx, tx.seq - 1)
+                    self.dirty = True  # from here the copy may hold what the database does not (yet)
+                    yield
+                    await self._commit(tx)
+                except BaseException:
+                    await self._put_back()
+                    raise
         finally:
             _INSIDE.reset(token)
+            await self._moved_on()
+
+    async def _commit(self, tx: TenantTx) -> None:
+        """Send the groups the section changed, commit, then clear the local log (nothing changed: the
+        transaction is rolled back and the sequence stays)."""
+        got = await self._local(self._collect)
+        if got.changes or got.events:
+            await self._push(tx, got)
+            await tx.commit()
+
+            def mark(conn: sqlite3.Connection) -> None:
+                replicate.clear_changes(conn)
+                replicate.set_state(conn, cursor=tx.seq, events_cursor=tx.seq, events_offset=got.offset)
+
+            await self._local(self._in_write, mark)
+            self.cursor = self.events_cursor = tx.seq
+            self.events_offset = got.offset
+        self.dirty = False
 
     async def _put_back(self) -> None:
         """After a failed write section: the database's rows back in place of the copy's, if it answers now

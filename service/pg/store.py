@@ -193,6 +193,7 @@ class PgTenant(EmbeddedTenant):
                     self._facts = api
                     # Opening replays event lines not applied yet; a copy has none unless a write was cut
                     # short, and then the database's rows are put back.
+                    self.replica.dirty = True
                     await self.replica.refresh()
         return self._facts
 

@@ -16,6 +16,7 @@ from aiohttp import web
 from bot.app import BotApp
 from bot.services import Tuning
 from bot.settings import BotSettings
+from bot.speech import Speaker
 from bot.voice import Transcriber
 from relay.process import kill_marked
 from relay.settings import RelaySettings
@@ -94,10 +95,16 @@ class Harness:
         (self.home / "config.toml").write_text('[relay]\nsetting_sources = []\nmemory_mcp = "0"\n', encoding="utf-8")
 
     async def start(
-        self, *, tuning: Tuning = FAST, transcriber: Transcriber | None = None, **relay_table: Any
+        self,
+        *,
+        tuning: Tuning = FAST,
+        transcriber: Transcriber | None = None,
+        speaker: Speaker | None = None,
+        **relay_table: Any,
     ) -> BotApp:
         settings = self.settings()
-        app = BotApp(settings, self.relay(settings, **relay_table), tuning=tuning, transcriber=transcriber)
+        relay = self.relay(settings, **relay_table)
+        app = BotApp(settings, relay, tuning=tuning, transcriber=transcriber, speaker=speaker)
         await app.start()
         self.apps.append(app)
         return app

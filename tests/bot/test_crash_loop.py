@@ -1,6 +1,7 @@
 """`macupos bot` SIGKILLed at 20 random points across receive / claim / run / reply while Telegram delivers
 every update three times: each instruction runs exactly once, or is reported with its Resume button and not
-run; none is lost, none runs twice.
+run again (a run cut mid-way reached the model once); none is lost, none runs twice. Resume on the last card
+then runs what waited behind the cut run, once each.
 
 The points are drawn from a seeded RNG inside four windows measured on a clean first run (from the update's
 delivery: until it is stored, until its run starts, until the model is asked, until the answer is sent). The
@@ -164,6 +165,7 @@ async def _measure(h: Harness, bot: _Bot, seen: _Seen) -> _Windows:
     return _Windows(claimed, run_started, model_asked, answered)
 
 
+@pytest.mark.slow
 async def test_a_bot_killed_at_20_random_points_runs_each_instruction_once_or_reports_it(h: Harness) -> None:
     rng = random.Random(SEED)
     seen = _Seen(h)

@@ -35,6 +35,7 @@ async def _start(h: Harness, log: Path) -> asyncio.subprocess.Process:
         )
 
 
+@pytest.mark.slow
 async def test_the_bot_s_log_never_holds_its_token_through_errors_retries_and_restarts(h: Harness) -> None:
     log = h.tmp / "bot.log"
     h.claude.enqueue(ErrorReply(529, "overloaded_error", "Overloaded"))  # the first run fails on the API

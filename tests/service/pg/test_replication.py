@@ -4,6 +4,7 @@ and puts back what a killed write left; row-level security walls tenants apart i
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from collections.abc import AsyncIterator
@@ -168,3 +169,41 @@ async def test_the_change_log_names_groups_not_rows(tmp_path: Path) -> None:
         ["s1"],
     ]
     conn.close()
+
+
+async def test_a_read_is_not_held_up_by_a_write_waiting_for_another_servers_write(tmp_path: Path, pg_url: str) -> None:
+    files = tmp_path / "files"
+    paths = [write(files, f"s{i}.jsonl", transcript_bytes(f"s{i}", "zebrafish")) for i in range(3)]
+    async with opened(tmp_path / "a", pg_url) as a, opened(tmp_path / "b", pg_url) as b:
+        async with a.lease("alice") as t:
+            await (await t.eywa()).ingest([paths[0]])
+        holding, release = asyncio.Event(), asyncio.Event()
+
+        async def long_write_through_a() -> None:
+            async with a.lease("alice") as t, t.ingest_lock:
+                await (await t.eywa()).ingest([paths[1]])
+                holding.set()
+                await release.wait()
+
+        async def write_through_b() -> None:
+            async with b.lease("alice") as t:
+                await (await t.eywa()).ingest([paths[2]])
+
+        first = asyncio.create_task(long_write_through_a())
+        await holding.wait()
+        second = asyncio.create_task(write_through_b())  # waits in the database for A's write
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            for _ in range(3000):  # bounded (60 s): until B's write waits for the tenant's lock
+                row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'").fetchone()
+                if row and row[0]:
+                    break
+                await asyncio.sleep(0.02)
+            else:
+                raise AssertionError("B's write never waited for A's")
+        async with asyncio.timeout(10), b.lease("alice") as t:  # at once, not after A's write
+            hits = [h.session_id for h in await (await t.eywa()).search("zebrafish")]
+        assert hits == ["s0"]  # A's write is not committed: not seen
+        release.set()
+        await asyncio.gather(first, second)
+        async with b.lease("alice") as t:
+            assert sorted(h.session_id for h in await (await t.eywa()).search("zebrafish")) == ["s0", "s1", "s2"]
