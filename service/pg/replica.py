@@ -90,8 +90,11 @@ class _Collected:
 class Replica:
     """The local copy of ``tenant``'s memory in ``folder`` (memory.db, facts/, handoffs/)."""
 
-    def __init__(self, link: PgLink, tenant: str, folder: Path, *, lock_wait_s: float) -> None:
+    def __init__(
+        self, link: PgLink, tenant: str, folder: Path, *, lock_wait_s: float, open_wait_s: float = 20.0
+    ) -> None:
         self.link = link
+        self.open_wait_s = open_wait_s  # a request waits this long for a copy being built, then comes back
         self.tenant = tenant
         self.folder = folder
         self.path = folder / "memory.db"
@@ -107,6 +110,7 @@ class Replica:
         self.origin = ""
         self.dirty = False  # the copy may hold rows the database does not (a write section failed)
         self._conn: sqlite3.Connection | None = None
+        self._opening: asyncio.Future[None] | None = None
 
     # -- the local file, on worker threads ------------------------------------------------------------
 
@@ -157,7 +161,27 @@ class Replica:
 
     async def open(self) -> None:
         """Make the copy ready: reuse the one on disk (putting back what a killed write left, catching up) or
-        build it from the database."""
+        build it from the database. The work goes on when the caller gives up waiting (a request past its
+        deadline): building a big tenant's copy can take longer than one request may, and the next request
+        finds it done or joins it. Past ``open_wait_s`` the caller is told to come back (503)."""
+        if self.opened:
+            return
+        failed = (
+            self._opening is not None
+            and self._opening.done()
+            and (self._opening.cancelled() or self._opening.exception() is not None)
+        )
+        if self._opening is None or failed:
+            self._opening = asyncio.ensure_future(self._open())
+        try:
+            await asyncio.wait_for(asyncio.shield(self._opening), self.open_wait_s)
+        except TimeoutError:
+            raise ServiceUnavailable(
+                "the tenant's memory is being loaded from the database; try again in a few seconds",
+                headers={"Retry-After": "5"},
+            ) from None
+
+    async def _open(self) -> None:
         async with self.lock:
             if self.opened:
                 return
@@ -217,6 +241,11 @@ class Replica:
             self._conn = None
 
     async def close(self) -> None:
+        opening, self._opening = self._opening, None
+        if opening is not None and not opening.done():
+            opening.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ServiceUnavailable, sqlite3.Error, OSError):
+                await opening
         async with self.lock:
             self._close_conn()
             self.opened = False

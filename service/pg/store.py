@@ -218,12 +218,14 @@ class PgTenantStore(EmbeddedTenantStore):
         *,
         max_open: int = 32,
         lock_wait_s: float = 300.0,
+        open_wait_s: float = 20.0,
         slot_lock: IO[bytes] | None = None,
     ) -> None:
         super().__init__(base, root, keys, max_open=max_open)
         self.link = link
         self.replicas = replicas
-        self.lock_wait_s = lock_wait_s
+        self.lock_wait_s = lock_wait_s  # a writer waits this long for another server's write of the tenant
+        self.open_wait_s = open_wait_s  # a request waits this long for a tenant's copy being built
         self._slot_lock = slot_lock
 
     def make_tenant(self, name: str) -> EmbeddedTenant:
@@ -231,7 +233,7 @@ class PgTenantStore(EmbeddedTenantStore):
         settings = replace(
             self.base, home=folder, claude_config_dir=folder / ".no-claude", codex_home=folder / ".no-codex"
         )
-        replica = Replica(self.link, name, folder, lock_wait_s=self.lock_wait_s)
+        replica = Replica(self.link, name, folder, lock_wait_s=self.lock_wait_s, open_wait_s=self.open_wait_s)
         return PgTenant(name, settings, self.settings_for(name).home / "spool", replica)
 
     @contextlib.asynccontextmanager
@@ -297,6 +299,7 @@ def pg_store(settings: ServiceSettings, memory: MemorySettings) -> Callable[[], 
             folder,
             max_open=settings.limits.max_open_tenants,
             lock_wait_s=settings.limits.upload_timeout_s,
+            open_wait_s=settings.limits.request_timeout_s * 2 / 3,  # a 503 to come back, before a 504
             slot_lock=lock,
         )
 

@@ -93,7 +93,8 @@ async def test_voice_confirm_waits_for_the_owner_and_a_text_replaces_the_transcr
 
         h.tg.push_voice(OWNER, OWNER, note, 2)
         second = await h.tg.wait_for(
-            lambda: [m for m in h.tg.messages(OWNER).values() if str(m.get("text", "")).startswith("🎙")][1:]
+            lambda: [m for m in h.tg.messages(OWNER).values() if str(m.get("text", "")).startswith("🎙")][1:],
+            timeout=60,  # a transcription, on a machine other work may share
         )
         h.tg.push_callback(OWNER, OWNER, second[0]["message_id"], button(second[0], "Run"))
         await h.wait_text(lambda t: t == "ran the spoken one")
@@ -110,13 +111,15 @@ async def test_an_older_voice_prompts_run_button_never_runs_a_newer_transcript(
         h.tg.push_voice(OWNER, OWNER, voice_note("check the billing logs").read_bytes(), 2)
         await h.wait_handled(app)
         # Words espeak-ng and tiny.en agree on ("restart the staging server" came back as "Restarting us,
-        # changing servers."), and not an answer to the waiting prompt although "run" is one of its words.
-        h.tg.push_voice(OWNER, OWNER, voice_note("run the tests in the billing project").read_bytes(), 2)
+        # changing servers.") and none of the waiting prompt's answer words ("run the tests…" could be taken
+        # as an unclear "Run").
+        h.tg.push_voice(OWNER, OWNER, voice_note("open the billing tests").read_bytes(), 2)
         prompts = await h.tg.wait_for(
             lambda: (
                 [m for m in h.tg.messages(OWNER).values() if str(m.get("text", "")).startswith("🎙")][1:]
                 and [m for m in h.tg.messages(OWNER).values() if str(m.get("text", "")).startswith("🎙")]
-            )
+            ),
+            timeout=60,  # a transcription, on a machine other work may share
         )
         first, second = prompts[0], prompts[1]
         h.tg.push_callback(OWNER, OWNER, first["message_id"], button(first, "Run"))

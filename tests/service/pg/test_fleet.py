@@ -14,6 +14,10 @@ import httpx
 import psycopg
 import pytest
 
+from bench._synthetic import build, generate
+from memory.db import Database
+from service.pg.link import PgLink
+from service.pg.migrate import from_sqlite
 from tests.service.conftest import transcript_bytes
 from tests.service.pg.cluster import Cluster
 from tests.service.pg.conftest import add_key, serve_process
@@ -35,6 +39,8 @@ def tenant_count(url: str, tenant: str, table: str) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1500)  # 3,000 writes on a shared 2-core machine: minutes
 async def test_three_writers_through_two_servers_lose_nothing_and_duplicate_nothing(
     tmp_path: Path, pg_url: str
 ) -> None:
@@ -187,3 +193,31 @@ async def test_a_database_restart_under_traffic_is_a_clear_503_then_service_resu
     assert failed and all(s == (503, "unavailable") for s in failed), set(failed)
     assert any(s == (503, "unavailable") for s in down)
     assert all(s == 200 for s, _ in statuses[-10:])
+
+
+async def test_a_copy_that_takes_longer_to_build_than_a_request_may_wait_is_a_503_then_served(
+    tmp_path: Path, pg_url: str
+) -> None:
+    corpus = generate(4000, seed=3)
+    source = tmp_path / "memory.db"
+    await (await Database.open(source)).close()
+    build(corpus, source)
+    link = await PgLink.open(pg_url, max_size=1)
+    try:
+        assert (await from_sqlite(link, source, "alice")).equal
+    finally:
+        await link.close()
+    key = await add_key(pg_url, "alice")
+    query = {"q": corpus.vocabulary[3], "as_of": "2026-03-01T00:00:00Z"}
+    with serve_process(tmp_path / "home", pg_url, tmp_path / "s.log", "--request-timeout", "0.6") as (_, url):
+        async with httpx.AsyncClient(base_url=url, headers={"X-API-Key": key}, timeout=60) as c:
+            first = await c.get("/v1/get", params=query)
+            assert first.status_code == 503 and first.headers["Retry-After"] == "5"
+            assert "being loaded" in first.json()["error"]["message"]
+            for _ in range(600):  # bounded: the copy is built in the background meanwhile
+                r = await c.get("/v1/get", params=query)
+                if r.status_code == 200:
+                    break
+                assert r.status_code == 503, r.text
+                await asyncio.sleep(0.1)
+            assert r.status_code == 200 and r.json()
