@@ -35,13 +35,21 @@ def fsync_dir(folder: Path) -> None:
 
 
 def write_atomic_bytes(
-    path: Path, data: bytes, *, keep_mode: bool = False, follow_symlink: bool = False, sync: bool = True
+    path: Path,
+    data: bytes,
+    *,
+    keep_mode: bool = False,
+    follow_symlink: bool = False,
+    sync: bool = True,
+    mode: int | None = None,
 ) -> None:
     """Replace ``path`` with ``data`` atomically.
 
     ``keep_mode``: the new file gets the old one's permission bits (a user's settings file stays private).
     ``follow_symlink``: a link is written where it points, so the link stays a link (a dotfiles repo).
     ``sync=False``: skip both fsyncs; the caller fsyncs the file's folder itself once per batch.
+    ``mode``: the new file's permission bits, set before it takes the name (a launcher is never seen
+    without its execute bit).
     """
     if follow_symlink and path.is_symlink():
         path = path.resolve()
@@ -56,7 +64,9 @@ def write_atomic_bytes(
             fh.flush()
             if sync:
                 os.fsync(fh.fileno())
-        if keep_mode and path.exists():
+        if mode is not None:
+            os.chmod(tmp, mode)
+        elif keep_mode and path.exists():
             os.chmod(tmp, path.stat().st_mode & 0o7777)
         os.replace(tmp, path)
     except BaseException:
@@ -67,7 +77,14 @@ def write_atomic_bytes(
 
 
 def write_atomic(
-    path: Path, text: str, *, keep_mode: bool = False, follow_symlink: bool = False, sync: bool = True
+    path: Path,
+    text: str,
+    *,
+    keep_mode: bool = False,
+    follow_symlink: bool = False,
+    sync: bool = True,
+    mode: int | None = None,
 ) -> None:
     """``write_atomic_bytes`` of UTF-8 text with ``\\n`` line ends, whatever the platform."""
-    write_atomic_bytes(path, text.encode("utf-8"), keep_mode=keep_mode, follow_symlink=follow_symlink, sync=sync)
+    data = text.encode("utf-8")
+    write_atomic_bytes(path, data, keep_mode=keep_mode, follow_symlink=follow_symlink, sync=sync, mode=mode)

@@ -91,7 +91,7 @@ _FRONTMATTER = re.compile(r"\A\ufeff?\s*---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
 _DATE_DIRS = re.compile(r"(\d{4})/(\d{2})/(\d{2})/[^/]+$")
 # Matched against stripped text: three `\s*` in a row (before, between and after the parts) made the
-# regex backtrack cubically, an hour for a quoted duration of 2,000 spaces and a letter.
+# regex backtrack cubically: 67 s for a quoted duration of 2,000 spaces and a letter.
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)\s*h(?:ours?|rs?)?)?\s*(?:(\d+(?:\.\d+)?)\s*(?:m|min|mins|minutes?)?)?$")
 _MAX_DURATION_CHARS = 40  # "12 hours 30 minutes" and the like; anything longer is not a duration
 

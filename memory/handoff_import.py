@@ -9,10 +9,11 @@ this is reported with the reason and skipped; what one file holds never stops th
 
 Writing. Files are adopted :data:`BATCH_FILES` at a time: one write transaction a batch, run on a plain
 sqlite3 connection in a worker thread (``Database.write_sync``), so a batch is one thread hop instead of
-twenty hops a handoff; mirror files are written without an fsync each and every folder the batch
-touched is fsynced once, before the commit. A batch of one file is the way import worked before: a
-transaction a file, the file and its folder fsynced. Both run the same statements
-(:mod:`memory.sqlsteps`), so they store the same rows.
+twenty hops a handoff; mirror files are written without an fsync each and the batch is made durable at
+once (:func:`memory.mirror.sync_folders`: one ``syncfs``) before the commit. A batch of one file is the
+way import worked before: a transaction a file, the file and its folder fsynced. Both run the same
+statements (:mod:`memory.sqlsteps`), so they store the same rows. Reading can run in a worker process,
+a batch ahead of writing (``workers``).
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ __all__ = [
 # eywa-mcp's handoffs are 1-3 KB and a long hand-written one is tens of KB; a megabyte is no handoff,
 # and the cap bounds what one file can cost (its text, parse and index stay a few MB of memory).
 MAX_HANDOFF_BYTES = 1024 * 1024
-# A batch of 256 is ~0.1 s of one write transaction: long enough to amortise the commit and the folder
-# fsyncs, short enough that a hook or the bot waiting for the write lock hardly notices.
+# A batch of 256 is a fraction of a second of one write transaction: long enough to amortise the commit
+# and the mirror's sync, short enough that a hook or the bot waiting for the write lock hardly notices.
 BATCH_FILES = 256
 # Worker processes `macupos memory import` starts to read and render batches while it writes: one keeps
 # two cores busy, and writing (one SQLite connection) is the half that cannot be split.
@@ -196,7 +197,7 @@ def _store_steps(item: _Ready) -> Steps[object]:
 def _adopt(
     conn: sqlite3.Connection, *, batch: list[_Ready], mirror: Path, sync_each: bool
 ) -> tuple[int, list[tuple[int, str, str]]]:
-    """Inside one write transaction: each handoff's rows and mirror file, one fsync for the mirror, then
+    """Inside one write transaction: each handoff's rows and mirror file, one sync of the mirror, then
     the texts of the handoff-only sessions.
 
     The texts go last, in file order. SQLite keeps FTS5's new entries in memory until the transaction

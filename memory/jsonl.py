@@ -36,6 +36,9 @@ DEEP = "[nested too deeply]"
 _TYPE_NAME_CHARS = 80
 _REDACT_MARGIN = 256  # redact a little past the cut so a secret straddling it is still recognised
 _DECODER = json.JSONDecoder()
+# Undecodable text on a line is skipped to the next "{" at most this many times: each try may read the rest of
+# the line, so the bound keeps a hostile line linear.
+_RESYNC_TRIES = 16
 # JSON may escape half of a surrogate pair ("\ud83d" alone: a broken emoji, as JavaScript writes it). Decoded,
 # it is a string UTF-8 cannot encode; such lines are rare, so only lines with the escape are walked.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -126,23 +129,44 @@ def iter_json_lines(fh: IO[bytes], reader: ReadStats) -> Iterator[JsonLine]:
         yield from _decode_line(text, line_no, ends_nl, reader)
 
 
+def _whole_line(value: Any) -> bool:
+    """Whether a value found after junk is a transcript line, not an object nested in a cut one.
+
+    Every Claude Code message line and every Codex rollout line carries both keys; a content block or a
+    tool input found inside a truncated line does not carry a timestamp.
+    """
+    return isinstance(value, dict) and "type" in value and "timestamp" in value
+
+
 def _decode_line(text: str, line_no: int, ends_nl: bool, reader: ReadStats) -> Iterator[JsonLine]:
     values: list[Any] = []
+    junk_at: int | None = None  # how many values were read when the first undecodable text was met
     pos = 0
+    tries = 0
     try:
         while pos < len(text):
-            value, pos = _DECODER.raw_decode(text, pos)
-            values.append(value)
+            try:
+                value, pos = _DECODER.raw_decode(text, pos)
+            except json.JSONDecodeError:
+                # A write cut by a crash, then the next append on the same line: skip to the next object.
+                junk_at = len(values) if junk_at is None else junk_at
+                tries += 1
+                pos = text.find("{", pos + 1)
+                if pos < 0 or tries > _RESYNC_TRIES:
+                    break
+                continue
+            if junk_at is None or _whole_line(value):
+                values.append(value)
             while pos < len(text) and text[pos] in " \t\r":
                 pos += 1
-    except json.JSONDecodeError:
-        if not values:
-            reader.problem(line_no, "invalid json" if ends_nl else "truncated last line")
-            return
-        reader.problem(line_no, "invalid json after the first value")
     except RecursionError:  # the decoder recurses per level: a nest of thousands is junk, not a transcript line
         reader.problem(line_no, "json nested too deeply")
         return
+    if junk_at is not None:
+        if not values:
+            reader.problem(line_no, "invalid json" if ends_nl else "truncated last line")
+            return
+        reader.problem(line_no, "invalid json before a value" if junk_at == 0 else "invalid json after the first value")
     if len(values) > 1:
         # Two appends without a newline between them: keep both objects.
         reader.problem(line_no, "several json values on one line")

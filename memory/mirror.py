@@ -17,13 +17,13 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import cast
 
 from memory.errors import HandoffFormatError
 from memory.fsutil import fsync_dir, remove_quietly, write_atomic
 from memory.handoff_format import from_markdown
+from memory.timeutil import parse_iso
 
 __all__ = [
     "handoff_relpath",
@@ -59,7 +59,7 @@ def _day_folder(date_iso: str) -> str:
     """``YYYY/MM/DD`` of an ISO date (``unknown`` when it is none); cached: an import asks for the same
     few hundred days thousands of times."""
     try:
-        day = datetime.fromisoformat(date_iso.replace("Z", "+00:00"))
+        day = parse_iso(date_iso)
     except ValueError:
         return "unknown"
     return f"{day.year:04d}/{day.month:02d}/{day.day:02d}"

@@ -64,7 +64,7 @@ class StrictYamlError(yaml.YAMLError):
 
 
 _STR = "tag:yaml.org,2002:str"
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
 _resolver = Resolver()
 _END = object()  # the loop's "no value yet"
 
@@ -75,8 +75,8 @@ def _where(event: Any) -> str:
 
 
 def _scalar(event: ScalarEvent) -> Any:
-    if _SURROGATE.search(event.value):  # "\\ud800" in double quotes: no text, and no file can hold it
-        raise StrictYamlError(f"a lone surrogate escape at {_where(event)}: not text")
+    if _NOT_TEXT.search(event.value):  # "\\0" or "\\ud800" in double quotes: binary, or no file can hold it
+        raise StrictYamlError(f"a NUL or lone surrogate escape at {_where(event)}: not text")
     tag: str = _resolver.resolve(ScalarNode, event.value, event.implicit)  # type: ignore[no-untyped-call]
     if tag == _STR:
         return event.value

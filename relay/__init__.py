@@ -1,1 +1,1 @@
-"""Agent sessions: Claude Code with Codex as a subagent (arrives with the relay issue)."""
+"""Agent sessions: Claude Code with Codex as a subagent, Research → Plan → Audit, approvals, the cost ledger."""

@@ -8,7 +8,6 @@ temporary file renamed into place), so a reader never sees half a stage.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import secrets
 from collections.abc import Mapping
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from memory.fsutil import write_atomic
 from relay.errors import ArtifactError
 
 __all__ = ["ArtifactHeader", "artifact_name", "new_run_id", "read_header", "store_artifact", "write_artifact"]
@@ -70,9 +70,7 @@ def write_artifact(run_dir: Path, name: str, header: ArtifactHeader, body: str) 
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / name
     text = "---\n" + "\n".join(header.lines()) + "\n---\n\n" + body.rstrip() + "\n"
-    tmp = path.with_name(f".{name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, text)
     return path
 
 

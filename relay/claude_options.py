@@ -8,7 +8,6 @@ can be killed, and every process it starts carries the session's tag in its envi
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any, cast
 import claude_agent_sdk as sdk
 from claude_agent_sdk import ClaudeAgentOptions, PermissionResult, ToolPermissionContext
 
+from memory.fsutil import write_atomic
 from relay.settings import RelaySettings
 
 __all__ = ["MEMORY_TOOLS", "RELAY_TOOLS", "TAG_ENV", "CanUseTool", "claude_cli_path", "claude_options"]
@@ -85,11 +85,7 @@ def _cli_wrapper(home: Path, env: Mapping[str, str]) -> Path | None:
     script = f"#!{sys.executable} -IS\nimport os, sys\nos.setsid()\nos.execv({real!r}, [{real!r}, *sys.argv[1:]])\n"
     path = home / "run" / "claude-setsid"
     if not path.is_file() or path.read_text(encoding="utf-8") != script:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(script, encoding="utf-8")
-        tmp.chmod(0o755)
-        tmp.replace(path)
+        write_atomic(path, script, mode=0o755)
     return path
 
 

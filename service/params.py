@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from datetime import datetime
 
 from starlette.requests import Request
 
+from memory.timeutil import parse_iso
 from service.errors import BadRequest
 
 __all__ = ["instant_param", "int_param", "parse_instant", "positive_float_param", "text_param"]
@@ -61,7 +62,6 @@ def instant_param(request: Request, name: str) -> datetime | None:
 def parse_instant(raw: str, name: str) -> datetime:
     """An ISO-8601 time ("Z" allowed; a naive one is UTC); BadRequest naming ``name`` otherwise."""
     try:
-        parsed = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        return parse_iso(raw)
     except ValueError:
         raise BadRequest(f"{name} is not an ISO-8601 time: {raw[:60]!r}") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memory.fsutil import write_atomic
+
 __all__ = ["Event", "EventLog", "load_origin", "new_event", "read_events"]
 
 logger = logging.getLogger(__name__)
@@ -96,9 +98,7 @@ def load_origin(facts_dir: Path) -> str:
         origin = ""
     if not origin:
         origin = uuid.uuid4().hex[:12]
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(origin + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, origin + "\n")
     return origin
 
 

@@ -14,6 +14,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from memory.errors import SyncError
+from memory.fsutil import write_atomic_bytes
 
 __all__ = [
     "EVENTS",
@@ -131,9 +132,7 @@ def repair_lines(path: Path) -> bool:
         kept = [line for line in lines if is_event(line)]
         if not data or (data.endswith(b"\n") and len(kept) == len(lines)):
             return False
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(b"".join(line + b"\n" for line in kept))
-        os.replace(tmp, path)
+        write_atomic_bytes(path, b"".join(line + b"\n" for line in kept))
     except OSError as exc:
         raise SyncError(f"cannot repair {path}", stderr=str(exc)) from exc
     logger.warning("facts sync: dropped %d damaged lines from %s", len(lines) - len(kept), path)

@@ -166,6 +166,7 @@ async def _measure(h: Harness, bot: _Bot, seen: _Seen) -> _Windows:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # 21 starts of the real bot, each importing its whole stack: minutes on 2 cores
 async def test_a_bot_killed_at_20_random_points_runs_each_instruction_once_or_reports_it(h: Harness) -> None:
     rng = random.Random(SEED)
     seen = _Seen(h)

@@ -292,7 +292,7 @@ def test_a_field_redacted_to_a_marker_reads_back_as_that_text() -> None:
 
 
 def test_a_duration_of_thousands_of_spaces_is_refused_at_once() -> None:
-    # Three `\s*` in a row made the duration regex backtrack cubically: an hour for 2,000 spaces and a letter.
+    # Three `\s*` in a row made the duration regex backtrack cubically: 67 s for 2,000 spaces and a letter.
     text = '---\nsession_id: a\ndate: 2025-01-01\nheadline: x y\nduration: "' + " " * 100_000 + 'x"\n---\n'
     with pytest.raises(HandoffFormatError, match="invalid duration") as caught:
         from_markdown(text)

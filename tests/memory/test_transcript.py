@@ -312,6 +312,16 @@ def test_a_bad_line_is_reported_once_whatever_is_wrong_with_it(tmp_path: Path) -
     assert texts(t) == ["one", "two"]
 
 
+def test_a_line_cut_by_a_crash_keeps_the_line_appended_onto_it(tmp_path: Path) -> None:
+    # The cut write ends inside a nested object; the next append landed on the same line, after it.
+    cut = user("u2", "lost half").rstrip("\n")[:-40]
+    f = tmp_path / "cut.jsonl"
+    f.write_text(user("u1", "one") + cut + assistant("a1", "two", "u1"))
+    [t] = parse_claude_file(f)
+    assert problems(t) == [(2, "invalid json before a value")]
+    assert texts(t) == ["one", "two"]  # the cut line's inner message object is not taken for a line
+
+
 def test_invalid_utf8_line_is_a_problem(tmp_path: Path) -> None:
     f = tmp_path / "u.jsonl"
     f.write_bytes(

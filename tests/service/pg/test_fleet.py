@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -103,43 +104,60 @@ async def test_a_server_killed_mid_upload_loses_nothing_committed_and_the_retry_
     key = await add_key(pg_url, "alice")
     headers = {"X-API-Key": key}
     big = _big_transcript("big", 1000)  # seconds of ingest: the kill lands inside it
-    with serve_process(tmp_path / "home-b", pg_url, tmp_path / "b.log") as (_, url_b):
-        async with httpx.AsyncClient(base_url=url_b, headers=headers, timeout=120) as b:
-            with serve_process(tmp_path / "home-a", pg_url, tmp_path / "a.log") as (proc_a, url_a):
-                async with httpx.AsyncClient(base_url=url_a, headers=headers, timeout=120) as a:
-                    for i in range(5):
-                        r = await a.post(
-                            "/v1/transcripts",
-                            params={"name": f"s{i}.jsonl"},
-                            content=transcript_bytes(f"s{i}", "zebrafish"),
-                        )
-                        assert r.status_code == 200
-                    upload = asyncio.ensure_future(a.post("/v1/transcripts", params={"name": "big.jsonl"}, content=big))
-                    spool = tmp_path / "home-a" / "tenants" / "alice" / "spool" / "transcripts"
-                    deadline = time.monotonic() + 60
-                    while not any(spool.rglob("*big*")) and not upload.done():
-                        assert time.monotonic() < deadline
-                        await asyncio.sleep(0.01)  # bounded: until the body is in and its ingest begins
-                    await asyncio.sleep(0.3)  # into the ingest (seconds long), before it ends
-                    os.kill(proc_a.pid, signal.SIGKILL)
-                    with pytest.raises(httpx.TransportError):
-                        await upload
-                    proc_a.wait(timeout=30)
-            listed = (await b.get("/v1/handoffs", params={"limit": "500"})).json()["handoffs"]
-            assert {h["session_id"] for h in listed} >= {f"s{i}" for i in range(5)}
+    with serve_process(tmp_path / "home-a", pg_url, tmp_path / "a.log") as (proc_a, url_a):
+        async with httpx.AsyncClient(base_url=url_a, headers=headers, timeout=120) as a:
+            for i in range(5):
+                r = await a.post(
+                    "/v1/transcripts", params={"name": f"s{i}.jsonl"}, content=transcript_bytes(f"s{i}", "zebrafish")
+                )
+                assert r.status_code == 200
+            upload = asyncio.ensure_future(a.post("/v1/transcripts", params={"name": "big.jsonl"}, content=big))
+            # Killed once its copy has committed the session locally, before the database has it.
+            for _ in range(6000):  # bounded: 60 s
+                if await asyncio.to_thread(_copy_holds, tmp_path / "home-a", "big") or upload.done():
+                    break
+                await asyncio.sleep(0.01)
+            os.kill(proc_a.pid, signal.SIGKILL)
+            with pytest.raises(httpx.TransportError):
+                await upload
+            proc_a.wait(timeout=30)
+    assert tenant_count(pg_url, "alice", "sessions") == (5, 5)  # what was committed, and no more
+    with (
+        serve_process(tmp_path / "home-a", pg_url, tmp_path / "a.log") as (_, url_a),
+        serve_process(tmp_path / "home-b", pg_url, tmp_path / "b.log") as (_, url_b),
+    ):
+        async with (
+            httpx.AsyncClient(base_url=url_a, headers=headers, timeout=120) as a,
+            httpx.AsyncClient(base_url=url_b, headers=headers, timeout=120) as b,
+        ):
+            # The killed server's copy, reopened: the session its cut write left there is put back.
+            stats = (await a.get("/v1/stats")).json()
+            assert stats["sessions"] == {"main": 5} and stats["handoffs"] == 5
+            assert (await a.get("/v1/search", params={"q": "walrus"})).json() == []
             first = await b.post("/v1/transcripts", params={"name": "big.jsonl"}, content=big)
             again = await b.post("/v1/transcripts", params={"name": "big.jsonl"}, content=big)
             assert first.status_code == again.status_code == 200
             assert first.json()["sessions"] == again.json()["sessions"] == ["big"]
             assert again.json()["counts"] == {"new": 0, "updated": 0, "unchanged": 1}
-    assert tenant_count(pg_url, "alice", "sessions") == (6, 6)
-    # The killed server's copy, reopened: what its cut write left is put back, and it answers as B does.
-    with serve_process(tmp_path / "home-a", pg_url, tmp_path / "a.log") as (_, url_a):
-        async with httpx.AsyncClient(base_url=url_a, headers=headers, timeout=120) as a:
             stats = (await a.get("/v1/stats")).json()
             assert stats["sessions"] == {"main": 6} and stats["handoffs"] == 6
-            r = await a.get("/v1/search", params={"q": "walrus"})
-            assert [h["session_id"] for h in r.json()] == ["big"]
+            assert [h["session_id"] for h in (await a.get("/v1/search", params={"q": "walrus"})).json()] == ["big"]
+    assert tenant_count(pg_url, "alice", "sessions") == (6, 6)
+
+
+def _copy_holds(home: Path, session_id: str) -> bool:
+    """Whether a server's local copy of tenant alice has committed ``session_id``."""
+    for path in home.glob("pg/*/*/alice/memory.db"):
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1)
+            try:
+                if conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone():
+                    return True
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            continue
+    return False
 
 
 async def test_a_database_restart_under_traffic_is_a_clear_503_then_service_resumes(

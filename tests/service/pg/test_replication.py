@@ -17,11 +17,13 @@ import psycopg
 import pytest
 
 from memory import replicate
+from memory.api import Eywa
 from memory.db import Database
 from memory.errors import SessionNotFoundError
 from service.pg.store import PgTenant, PgTenantStore, pg_store
 from service.settings import ServiceSettings
 from tests.service.conftest import claude_lines, memory_settings, transcript_bytes
+from tests.service.pg.conftest import running_pg_service
 
 AS_OF = "2026-03-05T00:00:00+00:00"
 
@@ -207,3 +209,19 @@ async def test_a_read_is_not_held_up_by_a_write_waiting_for_another_servers_writ
         await asyncio.gather(first, second)
         async with b.lease("alice") as t:
             assert sorted(h.session_id for h in await (await t.eywa()).search("zebrafish")) == ["s0", "s1", "s2"]
+
+
+async def test_a_handoff_uploaded_to_one_server_is_listed_by_another(tmp_path: Path, pg_url: str) -> None:
+    async with await Eywa.open(memory_settings(tmp_path / "local")) as local:
+        await local.ingest([write(tmp_path / "files", "h1.jsonl", transcript_bytes("h1", "zebrafish"))], use_llm=False)
+        view = await local.show("h1")
+    assert view.handoff is not None
+    async with running_pg_service(tmp_path / "server", pg_url) as srv:
+        key = await srv.add_key("alice")
+        async with srv.client(key) as c:
+            r = await c.post("/v1/handoffs", params={"name": "2026/03/02/h1.md"}, content=view.handoff.markdown)
+            assert r.status_code == 200, r.text
+        async with opened(tmp_path / "other", pg_url) as other, other.lease("alice") as t:
+            rows = await (await t.eywa()).list_handoffs()
+            assert [h.session_id for h in rows] == ["h1"]
+            assert [sid for sid, _ in await ids_for(other, "alice", "zebrafish")] == ["h1"]
