@@ -16,17 +16,16 @@ import importlib
 import io
 import json
 import os
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import av
 import av.error
 import numpy as np
 
 from bot.errors import SpeechError, SpeechUnavailableError
+from bot.model_thread import ModelThread
 from bot.speech_summary import MAX_SPOKEN_WORDS, spoken_summary
 
 __all__ = [
@@ -39,7 +38,6 @@ __all__ = [
     "spoken_summary",
 ]
 
-_R = TypeVar("_R")
 
 OPUS_RATE = 48_000  # Telegram voice notes: Opus at 48 kHz, mono
 _BITRATE = 32_000  # a voice bitrate: ≈ 4 KB per second of speech
@@ -92,7 +90,7 @@ class Speaker:
         self.bitrate = bitrate
         self._voice: Any = None
         # One thread: the ONNX session is used by one caller at a time and notes queue in order.
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="piper")
+        self._thread = ModelThread("piper", lambda: SpeechError("the speaker is closed"))
 
     async def __aenter__(self) -> Speaker:
         return self
@@ -106,7 +104,7 @@ class Speaker:
 
     async def load(self) -> None:
         """Load the voice now (idempotent); ``synthesize`` loads it on first use otherwise."""
-        await self._run(self._ensure_voice)
+        await self._thread.run(self._ensure_voice)
 
     async def synthesize(self, text: str) -> SpokenNote:
         """Speak ``text`` into an OGG/Opus voice note.
@@ -119,7 +117,7 @@ class Speaker:
             raise SpeechError("there is nothing to say")
         if len(words) > _MAX_TEXT_CHARS:
             raise SpeechError(f"that text is too long to speak ({len(words)} characters; at most {_MAX_TEXT_CHARS})")
-        return await self._run(self._speak, words)
+        return await self._thread.run(self._speak, words)
 
     async def aclose(self) -> None:
         """Stop the worker thread after the work already queued; the voice is dropped."""
@@ -127,17 +125,8 @@ class Speaker:
 
     def close(self) -> None:
         """Blocking ``aclose`` for synchronous owners (fixtures, benchmarks)."""
-        self._executor.shutdown(wait=True)
+        self._thread.shutdown()
         self._voice = None
-
-    async def _run(self, fn: Callable[..., _R], *args: object) -> _R:
-        loop = asyncio.get_running_loop()
-        try:
-            return await loop.run_in_executor(self._executor, fn, *args)
-        except RuntimeError as exc:  # submit after shutdown
-            if "shutdown" in str(exc):
-                raise SpeechError("the speaker is closed") from exc
-            raise
 
     # --- worker thread only below this line ---
 

@@ -19,22 +19,21 @@ import io
 import os
 import re
 import tempfile
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import av.error
 import numpy as np
 
 from bot.errors import VoiceError, VoiceModelError
+from bot.model_thread import ModelThread
 from bot.voice_snap import DEFAULT_MARGIN, Snapped, snap
 
 __all__ = ["CODING_TERMS", "Backend", "Transcriber", "Transcript", "default_model_path", "vocabulary_prompt"]
 
 Backend = Literal["faster-whisper", "openai-whisper"]
-_R = TypeVar("_R")
 
 # Whisper's prompt window is 224 tokens and faster-whisper keeps only its tail; a glossary of ≈ 150
 # tokens primes spelling without crowding out the audio.
@@ -165,7 +164,7 @@ class Transcriber:
         self.snap_margin = snap_margin
         self._model: Any = None
         # One thread: the model is not shared between threads and notes queue in arrival order.
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whisper")
+        self._thread = ModelThread("whisper", lambda: VoiceModelError("the transcriber is closed"))
 
     async def __aenter__(self) -> Transcriber:
         return self
@@ -179,7 +178,7 @@ class Transcriber:
 
     async def load(self) -> None:
         """Load the model now (idempotent); ``transcribe`` loads it on first use otherwise."""
-        await self._run(self._ensure_model)
+        await self._thread.run(self._ensure_model)
 
     async def transcribe(
         self, audio: str | Path | bytes, *, hotwords: Sequence[str] = (), names: Sequence[str] | None = None
@@ -193,8 +192,8 @@ class Transcriber:
         """
         prompt = vocabulary_prompt([*hotwords, *self.glossary])
         if self.backend == "openai-whisper":
-            return await self._run(self._transcribe_openai, audio, prompt)
-        return await self._run(self._transcribe_faster, audio, prompt, names)
+            return await self._thread.run(self._transcribe_openai, audio, prompt)
+        return await self._thread.run(self._transcribe_faster, audio, prompt, names)
 
     async def aclose(self) -> None:
         """Stop the worker thread after the work already queued; the model is dropped."""
@@ -202,17 +201,8 @@ class Transcriber:
 
     def close(self) -> None:
         """Blocking ``aclose`` for synchronous owners (fixtures, the CLI's ``doctor``)."""
-        self._executor.shutdown(wait=True)
+        self._thread.shutdown()
         self._model = None
-
-    async def _run(self, fn: Callable[..., _R], *args: object) -> _R:
-        loop = asyncio.get_running_loop()
-        try:
-            return await loop.run_in_executor(self._executor, fn, *args)
-        except RuntimeError as exc:  # submit after shutdown
-            if "shutdown" in str(exc):
-                raise VoiceModelError("the transcriber is closed") from exc
-            raise
 
     # --- worker thread only below this line ---
 

@@ -189,7 +189,7 @@ async def get_cmd(
         return
     g = await eywa.get(query, project=project, days_back=days_back, max_handoffs=max_k, as_of=as_of)
     if as_json:
-        click.echo(json.dumps([_result_json(r, explain) for r in g.results], indent=2))
+        click.echo(json.dumps([r.as_json(explain) for r in g.results], indent=2))
     elif explain:
         click.echo(explain_text(g.results))
     else:
@@ -211,7 +211,7 @@ async def _answer_query_line(eywa: Any, n: int, line: str, default_max: int, exp
         max_handoffs=spec["max"],
         as_of=spec["as_of"],
     )
-    return {"query": spec["query"], "results": [_result_json(r, explain) for r in g.results]}
+    return {"query": spec["query"], "results": [r.as_json(explain) for r in g.results]}
 
 
 def _query_spec(spec: Any, default_max: int) -> dict[str, Any]:
@@ -231,22 +231,6 @@ def _query_spec(spec: Any, default_max: int) -> dict[str, Any]:
         raise ValueError("max must be a positive integer")
     when = parse_instant(str(spec["as_of"])) if spec.get("as_of") else None
     return {"query": query, "project": project, "days_back": days_back, "max": k or default_max, "as_of": when}
-
-
-def _result_json(r: Any, explain: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "session_id": r.session_id,
-        "score": round(r.score, 6),
-        "date": r.date,
-        "headline": r.headline,
-        "projects": list(r.projects),
-        "kind": str(r.kind),
-    }
-    if explain:
-        from dataclasses import asdict
-
-        out["explain"] = asdict(r.explanation)
-    return out
 
 
 @memory_group.command("search")

@@ -20,8 +20,9 @@ import re
 import sqlite3
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
 
 import aiosqlite
 
@@ -108,6 +109,20 @@ class ScoredHandoff:
     keywords: tuple[str, ...]
     kind: str
     explanation: Explanation
+
+    def as_json(self, explain: bool = False) -> dict[str, Any]:
+        """One grounding result as `macupos memory get --json` and the service's `/v1/get` write it."""
+        out: dict[str, Any] = {
+            "session_id": self.session_id,
+            "score": round(self.score, 6),
+            "date": self.date,
+            "headline": self.headline,
+            "projects": list(self.projects),
+            "kind": str(self.kind),
+        }
+        if explain:
+            out["explain"] = asdict(self.explanation)
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from service.errors import Conflict
 from service.migrations import MIGRATIONS
 from service.tenants import SCOPES, KeyRecord, NewKey, Scope, check_tenant_name
 
-__all__ = ["KEY_PREFIX", "KEY_RE", "SqliteKeyStore", "mask_keys"]
+__all__ = ["KEY_PREFIX", "KEY_RE", "SqliteKeyStore", "digest", "key_id_of", "mask_keys", "matches", "mint_key"]
 
 KEY_PREFIX = "mpk_"
 _ID_HEX = 12
@@ -39,8 +39,29 @@ def mask_keys(text: str) -> str:
     return _LOOSE_KEY_RE.sub("mpk_<masked>", text) if KEY_PREFIX in text else text
 
 
-def _digest(key: str) -> str:
+def digest(key: str) -> str:
+    """What a key store keeps of a key: its SHA-256, in hex."""
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def mint_key(tenant: str, scope: Scope) -> tuple[str, str]:
+    """A new key's (public id, whole key) for ``tenant``; ValueError for a bad tenant name or scope."""
+    check_tenant_name(tenant)
+    if scope not in SCOPES:
+        raise ValueError(f"unknown scope {scope!r}")
+    key_id = secrets.token_hex(_ID_HEX // 2)
+    return key_id, f"{KEY_PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
+
+
+def key_id_of(presented: str) -> str | None:
+    """The public id of a presented key, or None when it is not shaped like one of ours."""
+    return presented[len(KEY_PREFIX) : len(KEY_PREFIX) + _ID_HEX] if KEY_RE.fullmatch(presented) else None
+
+
+def matches(presented: str, stored: str | None) -> bool:
+    """Whether ``presented`` is the key whose digest is ``stored``. Compared in constant time, and compared
+    even when no row was found (``stored`` None), so timing tells nothing about which ids exist."""
+    return hmac.compare_digest(digest(presented), stored if stored is not None else _DUMMY) and stored is not None
 
 
 def _record(row: Any) -> KeyRecord:
@@ -64,11 +85,7 @@ class SqliteKeyStore:
     async def create_key(
         self, tenant: str, scope: Scope, *, label: str = "", origin: str = "cli", new_tenant: bool = False
     ) -> NewKey:
-        check_tenant_name(tenant)
-        if scope not in SCOPES:
-            raise ValueError(f"unknown scope {scope!r}")
-        key_id = secrets.token_hex(_ID_HEX // 2)
-        api_key = f"{KEY_PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
+        key_id, api_key = mint_key(tenant, scope)
         now = time.time()
         async with self.db.write() as conn:
             try:
@@ -80,19 +97,16 @@ class SqliteKeyStore:
                     raise Conflict(f"the tenant {tenant!r} exists already") from None
             await conn.execute(
                 "INSERT INTO api_keys(key_id, tenant, scope, sha256, label, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (key_id, tenant, scope, _digest(api_key), label, now),
+                (key_id, tenant, scope, digest(api_key), label, now),
             )
         return NewKey(api_key, KeyRecord(key_id, tenant, scope, label, now))
 
     async def verify(self, presented: str) -> KeyRecord | None:
-        if not KEY_RE.fullmatch(presented):
+        if (key_id := key_id_of(presented)) is None:
             return None
-        key_id = presented[len(KEY_PREFIX) : len(KEY_PREFIX) + _ID_HEX]
         sql = f"SELECT {_COLS}, sha256 FROM api_keys WHERE key_id = ?"
         row = await self.db.read(lambda conn: conn.execute(sql, (key_id,)).fetchone())
-        # Compared in constant time, and compared even for an unknown id, so timing tells nothing.
-        same = hmac.compare_digest(_digest(presented), str(row[6]) if row else _DUMMY)
-        if row is None or not same or row[5] is not None:
+        if not matches(presented, str(row[6]) if row else None) or row is None or row[5] is not None:
             return None
         return _record(row)
 

@@ -11,7 +11,6 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from memory.retrieval import ScoredHandoff
 from memory.store import HandoffRow
 from service.calls import Call, brief, endpoint
 from service.errors import BadRequest, NotFound
@@ -21,28 +20,12 @@ __all__ = [
     "facts_tier_route",
     "get_route",
     "handoffs_route",
-    "result_json",
     "search_route",
     "session_route",
     "stats_route",
 ]
 
 MARKDOWN = "text/markdown; charset=utf-8"
-
-
-def result_json(r: ScoredHandoff, explain: bool = False) -> dict[str, Any]:
-    """One grounding result, as `macupos memory get --json` prints it."""
-    out: dict[str, Any] = {
-        "session_id": r.session_id,
-        "score": round(r.score, 6),
-        "date": r.date,
-        "headline": r.headline,
-        "projects": list(r.projects),
-        "kind": str(r.kind),
-    }
-    if explain:
-        out["explain"] = asdict(r.explanation)
-    return out
 
 
 def handoff_json(r: HandoffRow) -> dict[str, Any]:
@@ -74,7 +57,7 @@ async def get_route(request: Request, call: Call) -> Response:
     g = await eywa.get(query, project=project, days_back=days_back, max_handoffs=max_k, as_of=as_of)
     if form == "text":  # the quoted grounding text, as `macupos memory get` prints it
         return PlainTextResponse(g.text, media_type=MARKDOWN)
-    return JSONResponse([result_json(r, explain) for r in g.results])
+    return JSONResponse([r.as_json(explain) for r in g.results])
 
 
 @endpoint("/v1/search")

@@ -7,15 +7,13 @@ reads its key's row.
 
 from __future__ import annotations
 
-import hmac
-import secrets
 import time
 from typing import Any, cast
 
 from service.errors import Conflict
-from service.keys import _DUMMY, _ID_HEX, KEY_PREFIX, KEY_RE, _digest
+from service.keys import digest, key_id_of, matches, mint_key
 from service.pg.link import PgLink
-from service.tenants import SCOPES, KeyRecord, NewKey, Scope, check_tenant_name
+from service.tenants import KeyRecord, NewKey, Scope
 
 __all__ = ["PgKeyStore"]
 
@@ -39,11 +37,7 @@ class PgKeyStore:
     async def create_key(
         self, tenant: str, scope: Scope, *, label: str = "", origin: str = "cli", new_tenant: bool = False
     ) -> NewKey:
-        check_tenant_name(tenant)
-        if scope not in SCOPES:
-            raise ValueError(f"unknown scope {scope!r}")
-        key_id = secrets.token_hex(_ID_HEX // 2)
-        api_key = f"{KEY_PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
+        key_id, api_key = mint_key(tenant, scope)
         now = time.time()
         async with self.link.connection() as conn, self.link.guard(), conn.transaction():
             cur = await conn.execute(
@@ -56,14 +50,13 @@ class PgKeyStore:
             await conn.execute(
                 "INSERT INTO macupos.api_keys(key_id, tenant_id, scope, sha256, label, created_at)"
                 " VALUES (%s, %s, %s, %s, %s, %s)",
-                (key_id, tenant, scope, _digest(api_key), label, now),
+                (key_id, tenant, scope, digest(api_key), label, now),
             )
         return NewKey(api_key, KeyRecord(key_id, tenant, scope, label, now))
 
     async def verify(self, presented: str) -> KeyRecord | None:
-        if not KEY_RE.fullmatch(presented):
+        if (key_id := key_id_of(presented)) is None:
             return None
-        key_id = presented[len(KEY_PREFIX) : len(KEY_PREFIX) + _ID_HEX]
         # With the tenant's change sequence: the request's lease uses it to know its copy is current.
         rows = await self.link.fetch(
             f"SELECT {', '.join('k.' + c for c in _COLS.split(', '))}, k.sha256, t.seq, t.generation"
@@ -71,9 +64,7 @@ class PgKeyStore:
             (key_id,),
         )
         row = rows[0] if rows else None
-        # Compared in constant time, and compared even for an unknown id, so timing tells nothing.
-        same = hmac.compare_digest(_digest(presented), str(row[6]) if row else _DUMMY)
-        if row is None or not same or row[5] is not None:
+        if not matches(presented, str(row[6]) if row else None) or row is None or row[5] is not None:
             return None
         self.link.saw(str(row[1]), int(row[7]), str(row[8]))
         return _record(row)
