@@ -270,14 +270,22 @@ class BotApp:
     async def _recover(self) -> None:
         """Report runs a dead process left (Resume / Dismiss), handle stored-but-unstarted updates, report cut ones."""
         s = self.services
-        assert s is not None and self.intake is not None
-        reported: set[tuple[int, str]] = set()  # (chat, instruction) a card reports: a run, or waiting behind it
+        assert s is not None and self.intake is not None and self.sessions is not None
+        # (chat, instruction) a card reports (a run, or waiting behind it) or the queue still holds.
+        reported: set[tuple[int, str]] = set()
         for run in await s.state.interrupted_runs():
             waiting = await s.state.held(run.chat_id)
             reported |= {(run.chat_id, run.instruction)} | {(run.chat_id, q.text) for q in waiting}
             await self._report_run(run, len(waiting))
+        # Left in the queue of a chat whose run had ended (the process died between two): never started.
+        queued_in = await s.state.chats_with_queued()
+        for chat_id in queued_in:
+            reported |= {(chat_id, q.text) for q in await s.state.queued(chat_id)}
         for stored in await s.state.pending_updates():
             await self._recover_update(stored, reported)
+        for chat_id in queued_in:
+            owner = chat_id if chat_id in s.settings.allowed_users else min(s.settings.allowed_users)
+            await self.sessions.run_queued(chat_id, owner)
         # Old update ids must not swallow new ones (Telegram restarts ids after a quiet week), and spent
         # buttons need not linger.
         await s.state.prune_updates()

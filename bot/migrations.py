@@ -135,4 +135,9 @@ MIGRATIONS: tuple[str, ...] = (
         updated_at REAL NOT NULL
     );
     """,
+    # 6: the queue row a run came from, so a restart tells a queued instruction whose run never started
+    # (put back in the queue) from one whose run started (reported) or ended (done).
+    """
+    ALTER TABLE runs ADD COLUMN queue_id INTEGER;
+    """,
 )

@@ -140,6 +140,21 @@ class SessionManager:
             task = Task(text, user_id, source, images=tuple(images))
             c.worker = asyncio.create_task(self._drain(c, task), name=f"chat-{chat_id}")
 
+    async def run_queued(self, chat_id: int, user_id: int) -> bool:
+        """At startup: run what a previous process left waiting in the queue (never started, no run cut in
+        this chat), oldest first. False when nothing waits or the chat is busy (its worker takes them next)."""
+        s = self.services
+        c = self.chat(chat_id)
+        async with c.lock:
+            queued = None if c.busy else await s.state.next_queued(chat_id)
+            if queued is None:
+                return False
+            await s.state.mark_queued(queued.id, "running")
+            task = Task(queued.text, user_id, queued.source, queued.id, queued.images)
+            c.stopping = False
+            c.worker = asyncio.create_task(self._drain(c, task), name=f"chat-{chat_id}")
+        return True
+
     async def _drain(self, c: ChatSession, task: Task) -> None:
         s = self.services
         current: Task | None = task
@@ -165,7 +180,7 @@ class SessionManager:
         # An RPA run opens sessions of its own: it does not continue (or claim) the chat's session.
         session_id = "" if task.source == "rpa" else chat.session_id
         try:
-            run_id = await s.state.start_run(chat_id, task.text, session_id, project.name)
+            run_id = await s.state.start_run(chat_id, task.text, session_id, project.name, queue_id=task.queue_id)
             c.run_id = run_id
         except ChatBusyError:
             await s.sender.send(

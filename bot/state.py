@@ -236,13 +236,17 @@ class BotState:
 
     # -- runs ------------------------------------------------------------------------------------------
 
-    async def start_run(self, chat_id: int, instruction: str, session_id: str = "", project: str = "") -> int:
-        """Record a session run; raises ChatBusyError if the chat already has one running."""
+    async def start_run(
+        self, chat_id: int, instruction: str, session_id: str = "", project: str = "", *, queue_id: int | None = None
+    ) -> int:
+        """Record a session run (``queue_id``: the queue row it runs); raises ChatBusyError if the chat already
+        has one running."""
         try:
             async with self._db.write() as conn:
                 cur = await conn.execute(
-                    "INSERT INTO runs(chat_id, instruction, session_id, project, started_at) VALUES (?, ?, ?, ?, ?)",
-                    (chat_id, instruction, session_id, project, self._clock()),
+                    "INSERT INTO runs(chat_id, instruction, session_id, project, started_at, queue_id)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (chat_id, instruction, session_id, project, self._clock(), queue_id),
                 )
                 return int(cur.lastrowid or 0)
         except sqlite3.IntegrityError as exc:
@@ -279,6 +283,22 @@ class BotState:
         """
         now = self._clock()
         async with self._db.write() as conn:
+            # A queue row taken ("running") whose run was never recorded was cut before the model was asked:
+            # it goes back in the queue. (A chat whose running run has no queue_id ran it on a version that
+            # did not record one: that row is its run's, reported below as before.)
+            await conn.execute(
+                "UPDATE queue SET status = 'queued', updated_at = ? WHERE status = 'running'"
+                " AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.queue_id = queue.id)"
+                " AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.chat_id = queue.chat_id"
+                " AND runs.status = 'running' AND runs.queue_id IS NULL)",
+                (now,),
+            )
+            # One whose run ended (answered) before the process died: done.
+            await conn.execute(
+                "UPDATE queue SET status = 'done', updated_at = ?, text = redact_text(text) WHERE status = 'running'"
+                " AND EXISTS (SELECT 1 FROM runs WHERE runs.queue_id = queue.id AND runs.status != 'running')",
+                (now,),
+            )
             async with conn.execute(
                 f"UPDATE runs SET status = 'interrupted', finished_at = ? WHERE status = 'running' "
                 f"RETURNING {_RUN_COLS}",
@@ -296,6 +316,10 @@ class BotState:
                     (now, chat_id),
                 )
         return sorted((_run(r) for r in rows), key=lambda r: r.id)
+
+    async def chats_with_queued(self) -> list[int]:
+        """Chats with instructions waiting in the queue (at startup: none of them has a run; they never started)."""
+        return [int(r[0]) for r in await self._all("SELECT DISTINCT chat_id FROM queue WHERE status = 'queued'")]
 
     async def held(self, chat_id: int) -> list[QueuedInstruction]:
         """Instructions that were waiting when a previous process died: they wait for Resume or Dismiss."""

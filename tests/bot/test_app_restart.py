@@ -112,3 +112,31 @@ async def test_stored_updates_are_handled_if_never_started_and_reported_if_cut(h
     h.tg.push_callback(OWNER, OWNER, card["message_id"], button(card, "Resume"))
     await h.wait_text(lambda t: "Deployed." in t)
     assert h.claude.arrivals == 1 and "deploy it to production" in last_user_text(h.claude.bodies[-1])
+
+
+async def test_instructions_left_in_the_queue_between_two_runs_run_once_each_after_a_restart(h: Harness) -> None:
+    # The process died after one run ended and before the next queued instruction's run was recorded.
+    settings = h.settings()
+    settings.home.mkdir(parents=True, exist_ok=True)
+    state = await BotState.open(settings.db_path)
+    try:
+        first = await state.enqueue(OWNER, "rename the fixtures", "text")
+        await state.finish_run(await state.start_run(OWNER, "rename the fixtures", queue_id=first), "done")
+        await state.mark_queued(first, "done")
+        taken = await state.enqueue(OWNER, "run the linters", "text")
+        await state.mark_queued(taken, "running")
+        await state.enqueue(OWNER, "then push", "text")
+    finally:
+        await state.close()
+
+    h.claude.default = lambda body: f"did: {last_user_text(body)}"
+    app = await h.start()
+    assert app.services is not None
+    await h.wait_text(lambda t: "did: then push" in t)
+    await h.wait_handled(app)
+    asked = [x for b in h.claude.bodies for x in ("run the linters", "then push") if x in last_user_text(b)]
+    assert asked == ["run the linters", "then push"], asked
+    assert not any("restarted" in t for t in h.texts(OWNER))  # nothing was cut: no card
+    assert await app.services.state.queued(OWNER) == []
+    statuses = [r.status for r in await app.services.state.recent_runs(OWNER)]
+    assert statuses == ["done", "done", "done"]

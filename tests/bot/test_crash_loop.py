@@ -200,7 +200,13 @@ async def test_a_bot_killed_at_20_random_points_runs_each_instruction_once_or_re
         def settled() -> bool:
             return not h.tg.pending and all(seen.answered(x) or seen.carded(x) or x in _held(h) for x in sent)
 
-        await h.tg.wait_for(settled, timeout=240)
+        try:
+            await h.tg.wait_for(settled, timeout=240)
+        except TimeoutError as e:
+            left = [x for x in sent if not (seen.answered(x) or seen.carded(x) or x in _held(h))]
+            raise AssertionError(
+                f"unsettled: pending {h.tg.pending}, left {left}; {_rows(h)}; texts {seen.texts()[-12:]}; {where}"
+            ) from e
         # The owner presses Resume on the latest card: its run continues and what waited behind it runs.
         held = _held(h)
         card = _latest_card(h)
@@ -253,3 +259,12 @@ def _held(h: Harness) -> set[str]:
         return set()
     with _db(h) as conn:
         return {str(r[0]) for r in conn.execute("SELECT text FROM queue WHERE status = 'held'")}
+
+
+def _rows(h: Harness) -> str:
+    """bot.db's updates, runs and queue, for a failure message."""
+    with _db(h) as conn:
+        parts = [
+            f"{table}: {conn.execute(f'SELECT * FROM {table}').fetchall()}" for table in ("updates", "runs", "queue")
+        ]
+    return "; ".join(parts)

@@ -293,3 +293,31 @@ async def test_a_secret_in_an_instruction_is_kept_only_while_it_may_still_run(tm
         assert key not in stored and "[REDACTED:" in stored
     finally:
         await second.close()
+
+
+async def test_a_restart_tells_a_taken_queue_row_by_whether_its_run_was_recorded(
+    state: BotState, tmp_path: Path
+) -> None:
+    never = await state.enqueue(1, "taken, killed before its run was recorded", "text")
+    await state.mark_queued(never, "running")
+    await state.enqueue(1, "waiting behind it", "text")
+    ended = await state.enqueue(2, "ran and answered, killed before the queue row was closed", "text")
+    await state.mark_queued(ended, "running")
+    await state.finish_run(await state.start_run(2, "ran and answered", queue_id=ended), "done")
+    cut = await state.enqueue(3, "cut mid-run", "text")
+    await state.mark_queued(cut, "running")
+    await state.start_run(3, "cut mid-run", queue_id=cut)
+    await state.enqueue(3, "waiting behind the cut run", "text")
+
+    [run] = await state.interrupted_runs()
+
+    assert run.chat_id == 3
+    assert [q.text for q in await state.queued(1)] == ["taken, killed before its run was recorded", "waiting behind it"]
+    assert await state.queued(2) == [] and await state.next_queued(2) is None
+    assert [q.text for q in await state.held(3)] == ["waiting behind the cut run"]
+    assert await state.chats_with_queued() == [1]  # what the bot runs at startup, oldest first
+    statuses = [q.status for q in await state.queued(1)] + [q.status for q in await state.held(3)]
+    assert statuses == ["queued", "queued", "held"]
+    with sqlite3.connect(tmp_path / "bot.db") as conn:
+        closed = dict(conn.execute("SELECT id, status FROM queue WHERE id IN (?, ?)", (ended, cut)).fetchall())
+    assert closed == {ended: "done", cut: "interrupted"}
