@@ -137,7 +137,10 @@ class SessionManager:
                 c.idle.cancel()  # a close already under way goes on (shielded); the next run waits for it
                 c.idle = None
             c.stopping = False
-            task = Task(text, user_id, source, images=tuple(images))
+            # Stored before the update counts as handled: killed before its run is recorded, the next start
+            # finds it in the queue and runs it (bot.state.BotState.interrupted_runs).
+            queue_id = await s.state.enqueue(chat_id, text, source, images, status="running")
+            task = Task(text, user_id, source, queue_id, tuple(images))
             c.worker = asyncio.create_task(self._drain(c, task), name=f"chat-{chat_id}")
 
     async def run_queued(self, chat_id: int, user_id: int) -> bool:

@@ -201,13 +201,18 @@ class BotState:
 
     # -- queue -----------------------------------------------------------------------------------------
 
-    async def enqueue(self, chat_id: int, text: str, source: str, images: Sequence[str] = ()) -> int:
+    async def enqueue(
+        self, chat_id: int, text: str, source: str, images: Sequence[str] = (), *, status: QueueStatus = "queued"
+    ) -> int:
+        """Store an instruction in the chat's queue: ``queued`` to wait its turn, ``running`` when it starts now
+        (stored first all the same, so a process killed before its run is recorded runs it at the next start)."""
+        _check(status, QueueStatus, "queue status")
         now = self._clock()
         async with self._db.write() as conn:
             cur = await conn.execute(
-                "INSERT INTO queue(chat_id, text, source, created_at, updated_at, attachments)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (chat_id, text, source, now, now, json.dumps(list(images))),
+                "INSERT INTO queue(chat_id, text, source, created_at, updated_at, attachments, status)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (chat_id, text, source, now, now, json.dumps(list(images)), status),
             )
             return int(cur.lastrowid or 0)
 
