@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import functools
+import json
 import logging
 import multiprocessing
 import os
@@ -194,47 +195,94 @@ def _store_steps(item: _Ready) -> Steps[object]:
     return (None if old_date is None else str(old_date)), not has_transcript
 
 
+# Per distinct session of a batch: forgotten?, its stored date, whether a transcript holds it, whether
+# anything of it is indexed. One statement for the batch instead of one a handoff.
+_CLASSIFY = (
+    "SELECT j.value,"
+    " EXISTS(SELECT 1 FROM forgotten WHERE session_id = j.value),"
+    " (SELECT date FROM handoffs WHERE session_id = j.value),"
+    " EXISTS(SELECT 1 FROM sessions WHERE session_id = j.value),"
+    " EXISTS(SELECT 1 FROM postings WHERE session_id = j.value)"
+    " OR EXISTS(SELECT 1 FROM content_rows WHERE session_id = j.value)"
+    " FROM json_each(?) AS j"
+)
+
+
+def _new_ids(conn: sqlite3.Connection, batch: list[_Ready]) -> set[str]:
+    """The sessions of ``batch`` that are new: once in the batch, no row, postings, text or transcript
+    anywhere, not forgotten. Their rows go in a statement a table (what a first import mostly is)."""
+    counts: dict[str, int] = {}
+    for item in batch:
+        counts[item.handoff.session_id] = counts.get(item.handoff.session_id, 0) + 1
+    once = [sid for sid, n in counts.items() if n == 1]
+    rows = conn.execute(_CLASSIFY, (json.dumps(once),)).fetchall()
+    return {str(sid) for sid, forgotten, date, transcript, indexed in rows if not (forgotten or transcript or indexed)
+            and date is None}  # fmt: skip
+
+
 def _adopt(
     conn: sqlite3.Connection, *, batch: list[_Ready], mirror: Path, sync_each: bool
 ) -> tuple[int, list[tuple[int, str, str]]]:
     """Inside one write transaction: each handoff's rows and mirror file, one sync of the mirror, then
     the texts of the handoff-only sessions.
 
-    The texts go last, in file order. SQLite keeps FTS5's new entries in memory until the transaction
-    ends, unless a statement that may change several rows (``UPDATE chunks``, ``INSERT OR REPLACE``)
-    starts in between: that flushes them as a new segment on disk. Interleaved, each handoff's text was
-    its own segment (half the batch's time); grouped, the batch's texts are one. The rows come out the
-    same: content rowids and window ids follow the order of the text operations alone, and a window's
-    date is its credited handoff's posting, which ``index_handoff`` keeps in step either way.
+    New sessions (:func:`_new_ids`) are stored a statement a table for the batch; the others one at a time
+    (a file that replaces a stored handoff, one forgotten, one a transcript holds). Either way the rows are
+    the same: each table's rows are keyed by session, sums and maxima do not depend on order, and the texts
+    follow in file order.
+
+    The texts go last. SQLite keeps FTS5's new entries in memory until the transaction ends, unless a
+    statement that may change several rows (``UPDATE chunks``, ``INSERT OR REPLACE``) starts in between:
+    that flushes them as a new segment on disk. Interleaved, each handoff's text was its own segment (half
+    the batch's time); grouped, the batch's texts are one. The rows come out the same: content rowids and
+    window ids follow the order of the text operations alone, and a window's date is its credited
+    handoff's posting, which ``index_handoff`` keeps in step either way.
     """
     imported = 0
     rejected: list[tuple[int, str, str]] = []
     folders: set[Path] = set()
-    texts: list[_Ready] = []
+    texts: list[tuple[_Ready, bool]] = []  # (item, whether it is new: no text of it to take out first)
+    new = _new_ids(conn, batch) if len(batch) > 1 else set()
+    fresh_rows: list[tuple[object, ...]] = []
+    fresh_posts: list[tuple[str, float, float, frozenset[tuple[int, str]]]] = []
     for item in batch:
         h = item.handoff
-        outcome = run_sync(conn, _store_steps(item))
-        if not isinstance(outcome, tuple):
-            rejected.append((item.seq, str(item.path), f"{h.session_id} was forgotten (macupos memory forget)"))
-            continue
-        old_date, needs_text = outcome
+        is_new = h.session_id in new
+        old_date: str | None = None
+        if is_new:
+            posted = h.kind.value in index.INDEXED_KINDS and h.substance >= 1
+            row = store.handoff_row(h, markdown=item.markdown, review="kept", indexed=posted)
+            fresh_rows.append(row)
+            if posted:
+                fresh_posts.append((h.session_id, float(row[3]), h.duration_min, item.terms))
+            needs_text = True
+        else:
+            outcome = run_sync(conn, _store_steps(item))
+            if not isinstance(outcome, tuple):
+                why = f"{h.session_id} was forgotten (macupos memory forget)"
+                rejected.append((item.seq, str(item.path), why))
+                continue
+            old_date, needs_text = outcome
         try:
             written = write_handoff(mirror, h.session_id, h.date, item.markdown, old_date=old_date, sync=sync_each)
         except OSError as exc:  # the mirror's disk, not this file: stop, the batch rolls back
             raise DestinationError(mirror, exc.strerror or str(exc)) from exc
         folders.update(written)
         if needs_text:
-            texts.append(item)
+            texts.append((item, is_new))
         imported += 1
+    if fresh_rows:
+        conn.executemany(store.PUT_HANDOFF_SQL, fresh_rows)
+        run_sync(conn, index.index_new_handoffs_steps(fresh_posts))
     if not sync_each:
         sync_folders(mirror, folders)
-    for item in texts:
+    for item, is_new in texts:
         h = item.handoff
         body = strip_frontmatter(item.markdown)
-        run_sync(
-            conn,
-            index.index_content_steps(session_id=h.session_id, kind=h.kind.value, parent_id=h.parent_id, body=body),
+        steps = index.index_content_steps(
+            session_id=h.session_id, kind=h.kind.value, parent_id=h.parent_id, body=body, new=is_new
         )
+        run_sync(conn, steps)
     return imported, rejected
 
 

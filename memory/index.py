@@ -20,6 +20,7 @@ holding its span of the body, so deleting a window can hand FTS5 back exactly th
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Sequence, Set
 
@@ -41,6 +42,7 @@ __all__ = [
     "index_content_steps",
     "index_handoff",
     "index_handoff_steps",
+    "index_new_handoffs_steps",
     "unindex",
     "unindex_content",
 ]
@@ -57,9 +59,20 @@ _Row = tuple[int, str, float, float]  # field, term, ts, duration
 
 def handoff_terms(projects: Sequence[str], keywords: Sequence[str]) -> set[tuple[int, str]]:
     """The (field, term) pairs a handoff is posted under."""
-    terms = {(FIELD_PROJECT, t) for p in projects for t in project_terms(p)}
-    terms |= {(FIELD_KEYWORD, t) for k in keywords for t in keyword_terms(k)}
+    terms = {(FIELD_PROJECT, t) for p in projects for t in _project_terms(p)}
+    terms |= {(FIELD_KEYWORD, t) for k in keywords for t in _keyword_terms(k)}
     return terms
+
+
+# Projects and keywords recur from handoff to handoff (a bulk import meets each a thousand times).
+@functools.lru_cache(maxsize=16384)
+def _project_terms(project: str) -> tuple[str, ...]:
+    return tuple(project_terms(project))
+
+
+@functools.lru_cache(maxsize=16384)
+def _keyword_terms(keyword: str) -> tuple[str, ...]:
+    return tuple(keyword_terms(keyword))
 
 
 async def index_handoff(
@@ -121,6 +134,46 @@ def index_handoff_steps(
         "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET "
         "value = MAX(CAST(value AS REAL), CAST(excluded.value AS REAL))",
         [("max_duration_min", repr(dur))],
+    )
+
+
+def index_new_handoffs_steps(handoffs: Sequence[tuple[str, float, float, Set[tuple[int, str]]]]) -> Steps[None]:
+    """Post handoffs that were never posted (no postings, no earlier row): ``(session_id, ts, duration_min,
+    terms)`` each, every one indexable (a main or codex session of substance). A statement a table for the
+    lot; the rows are those :func:`index_handoff_steps` writes one handoff at a time (``indexed`` is set by
+    the caller's handoff row)."""
+    if not handoffs:
+        return
+    postings: list[tuple[int, str, float, str, float]] = []
+    df: dict[tuple[int, str], int] = {}
+    for session_id, ts, duration_min, terms in handoffs:
+        dur = max(0.0, duration_min)
+        postings.append((FIELD_DOC, "", ts, session_id, dur))
+        for f, t in terms:
+            postings.append((f, t, ts, session_id, dur))
+            df[(f, t)] = df.get((f, t), 0) + 1
+    yield Op.many("INSERT OR REPLACE INTO postings(field, term, ts, session_id, dur) VALUES(?, ?, ?, ?, ?)", postings)
+    yield Op.many(
+        "INSERT INTO term_df(field, term, df) VALUES(?, ?, ?)"
+        " ON CONFLICT(field, term) DO UPDATE SET df = df + excluded.df",
+        [(f, t, n) for (f, t), n in sorted(df.items())],
+    )
+    # Windows of subagents ingested before their parent's handoff take its date now, as one at a time.
+    yield Op.many(
+        "UPDATE chunks SET ts = ?, dur = ? WHERE handoff_id = ?",
+        [(ts, max(0.0, d), session_id) for session_id, ts, d, _ in handoffs],
+    )
+    # As the one-at-a-time statements leave them (value types included): N, then the largest duration.
+    counts = [1] if len(handoffs) == 1 else [1, len(handoffs) - 1]
+    yield Op.many(
+        "INSERT INTO meta(key, value) VALUES('indexed_n', ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + ?",
+        [(str(n), n) for n in counts],
+    )
+    yield Op.many(
+        "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET "
+        "value = MAX(CAST(value AS REAL), CAST(excluded.value AS REAL))",
+        [("max_duration_min", repr(max(0.0, d))) for _, _, d, _ in handoffs],
     )
 
 
@@ -209,9 +262,13 @@ async def index_content(conn: aiosqlite.Connection, *, session_id: str, kind: st
     await run_async(conn, index_content_steps(session_id=session_id, kind=kind, parent_id=parent_id, body=body))
 
 
-def index_content_steps(*, session_id: str, kind: str, parent_id: str, body: str) -> Steps[None]:
-    """:func:`index_content` as statements (:mod:`memory.sqlsteps`), for either kind of connection."""
-    yield from _unindex_content(session_id)
+def index_content_steps(*, session_id: str, kind: str, parent_id: str, body: str, new: bool = False) -> Steps[None]:
+    """:func:`index_content` as statements (:mod:`memory.sqlsteps`), for either kind of connection.
+
+    ``new``: the caller knows the session has no text indexed yet (nothing to take out first).
+    """
+    if not new:
+        yield from _unindex_content(session_id)
     rowid = yield Op.rowid(
         "INSERT INTO content(session_id, kind, parent_id, body) VALUES(?, ?, ?, ?)",
         (session_id, kind, parent_id, body),

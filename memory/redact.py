@@ -284,6 +284,8 @@ _RULES: tuple[_Rule, ...] = (
         near=("aws", "akia", "asia"),
     ),
 )
+_MEMO_CHARS = 200  # strings up to this long are remembered by redact_obj
+_MEMO_SIZE = 8192  # entries kept before the memo starts again (bounded memory: ~2 MB)
 _GATE = Gate([(a, i) for i, rule in enumerate(_RULES) for a in rule.anchors])
 
 
@@ -302,6 +304,7 @@ class Redactor:
         usable = {s for s in own_secrets if len(s.strip()) >= _OWN_MIN and "[" not in s and "]" not in s}
         self._own = tuple(sorted(usable, key=lambda s: (-len(s), s)))
         self._own_re = re.compile("|".join(re.escape(s) for s in self._own) or "(?!)")
+        self._memo: dict[str, str] = {}  # short string -> redacted (see redact_obj)
 
     def __call__(self, text: str) -> str:
         for _ in range(_MAX_ROUNDS):
@@ -314,7 +317,15 @@ class Redactor:
     def redact_obj(self, value: Any) -> Any:
         """Redacts every string inside dicts/lists/tuples; a secret-named key hides its whole string value."""
         if isinstance(value, str):
-            return self(value)
+            if len(value) > _MEMO_CHARS:
+                return self(value)
+            # Short fields (a project, a keyword, a model) recur across records: each is redacted once.
+            found = self._memo.get(value)
+            if found is None:
+                if len(self._memo) >= _MEMO_SIZE:
+                    self._memo.clear()
+                found = self._memo[value] = self(value)
+            return found
         if isinstance(value, dict):
             out: dict[Any, Any] = {}
             for k, v in value.items():

@@ -16,6 +16,7 @@ from memory.timeutil import parse_iso
 from memory.tokenize import normalize_term
 
 __all__ = [
+    "PUT_HANDOFF_SQL",
     "HandoffRow",
     "SessionRow",
     "SourceRow",
@@ -23,6 +24,7 @@ __all__ = [
     "get_handoff",
     "get_session",
     "get_source",
+    "handoff_row",
     "handoff_ts",
     "is_forgotten",
     "link_parent",
@@ -236,30 +238,38 @@ async def put_handoff(conn: aiosqlite.Connection, h: Handoff, *, markdown: str, 
     return await run_async(conn, put_handoff_steps(h, markdown=markdown, review=review))
 
 
+PUT_HANDOFF_SQL = (
+    f"INSERT OR REPLACE INTO handoffs({_HANDOFF_COLS}, indexed, updated_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def handoff_row(h: Handoff, *, markdown: str, review: str, indexed: bool = False) -> tuple[Any, ...]:
+    """The values :data:`PUT_HANDOFF_SQL` stores for ``h`` (``indexed``: its postings are written too)."""
+    return (
+        h.session_id,
+        h.kind.value,
+        h.parent_id,
+        handoff_ts(h.date),
+        h.date,
+        h.duration_min,
+        h.substance,
+        h.headline,
+        json.dumps(h.projects),
+        json.dumps(h.keywords),
+        markdown,
+        h.source,
+        review,
+        int(indexed),
+        now_iso(),
+    )
+
+
 def put_handoff_steps(h: Handoff, *, markdown: str, review: str = "pending") -> Steps[float]:
     """:func:`put_handoff` as statements (:mod:`memory.sqlsteps`), for either kind of connection."""
-    ts = handoff_ts(h.date)
-    yield Op.run(
-        f"INSERT OR REPLACE INTO handoffs({_HANDOFF_COLS}, indexed, updated_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
-        (
-            h.session_id,
-            h.kind.value,
-            h.parent_id,
-            ts,
-            h.date,
-            h.duration_min,
-            h.substance,
-            h.headline,
-            json.dumps(h.projects),
-            json.dumps(h.keywords),
-            markdown,
-            h.source,
-            review,
-            now_iso(),
-        ),
-    )
-    return ts
+    row = handoff_row(h, markdown=markdown, review=review)
+    yield Op.run(PUT_HANDOFF_SQL, row)
+    return float(row[3])
 
 
 def _handoff(row: Any) -> HandoffRow:

@@ -410,3 +410,15 @@ def test_an_own_secret_never_survives(before: str, secret: str, after: str) -> N
     out = r(before + secret + after)
     assert secret not in MARKER_RE.sub("", out)
     assert r(out) == out
+
+
+def test_redact_obj_remembers_short_strings_without_changing_what_it_returns() -> None:
+    r = Redactor(("owner-secret-value",))
+    key = "sk-proj-" + "a1B2" * 12
+    fields = [f"key {key}", "owner-secret-value", "walrus-index", f"key {key}"]
+    first, second = r.redact_obj(fields), r.redact_obj(list(reversed(fields)))
+    assert first == [r(x) for x in fields] and second == list(reversed(first))
+    assert key not in str(first) and "owner-secret-value" not in str(second)
+    for i in range(20_000):  # the memo is bounded: it starts again rather than grow
+        r.redact_obj(f"keyword-{i}")
+    assert len(r._memo) <= 8192  # the bound is the point
