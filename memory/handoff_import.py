@@ -43,7 +43,7 @@ from memory.errors import DestinationError, HandoffFormatError, SourceUnreadable
 from memory.grounding import strip_frontmatter
 from memory.handoff_format import from_markdown, normalized
 from memory.mirror import sync_folders, write_handoff
-from memory.models import Handoff
+from memory.models import Handoff, SessionKind
 from memory.redact import Redactor
 from memory.sqlsteps import Op, Steps, run_sync
 
@@ -276,13 +276,21 @@ def _adopt(
         run_sync(conn, index.index_new_handoffs_steps(fresh_posts))
     if not sync_each:
         sync_folders(mirror, folders)
+    posted_at = {sid: (ts, max(0.0, dur)) for sid, ts, dur, _ in fresh_posts}
+    run: list[tuple[str, str, str, str, tuple[float, float] | None]] = []  # new texts in a row, credited to themselves
     for item, is_new in texts:
         h = item.handoff
         body = strip_frontmatter(item.markdown)
+        if is_new and not (h.kind is SessionKind.SUBAGENT and h.parent_id):
+            run.append((h.session_id, h.kind.value, h.parent_id, body, posted_at.get(h.session_id)))
+            continue
+        run_sync(conn, index.index_new_contents_steps(run))
+        run = []
         steps = index.index_content_steps(
             session_id=h.session_id, kind=h.kind.value, parent_id=h.parent_id, body=body, new=is_new
         )
         run_sync(conn, steps)
+    run_sync(conn, index.index_new_contents_steps(run))
     return imported, rejected
 
 

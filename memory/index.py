@@ -42,6 +42,7 @@ __all__ = [
     "index_content_steps",
     "index_handoff",
     "index_handoff_steps",
+    "index_new_contents_steps",
     "index_new_handoffs_steps",
     "unindex",
     "unindex_content",
@@ -294,6 +295,40 @@ def index_content_steps(*, session_id: str, kind: str, parent_id: str, body: str
         "INSERT INTO chunk_fts(rowid, body) VALUES(?, ?)",
         [(i, prefix + body[start:stop]) for i, start, stop, prefix in rows],
     )
+
+
+def index_new_contents_steps(texts: Sequence[tuple[str, str, str, str, tuple[float, float] | None]]) -> Steps[None]:
+    """:func:`index_content_steps` for sessions with no text indexed yet, a statement a table for the lot:
+    ``(session_id, kind, parent_id, body, posted)`` each, where ``posted`` is the session's own posting ``(ts, dur)``
+    or None (each is credited to itself: not a subagent with a parent). The rows are those one at a time
+    leaves: content rowids and window ids follow on from the largest, in order."""
+    if not texts:
+        return
+    found = yield Op.row("SELECT COALESCE(MAX(rowid), 0) FROM content")
+    row = int(found[0]) if found else 0
+    found = yield Op.row("SELECT COALESCE(MAX(id), 0) FROM chunks")
+    chunk = int(found[0]) if found else 0
+    contents: list[tuple[int, str, str, str, str]] = []
+    windows: list[tuple[int, str, str, int, int, str, int, float | None, float]] = []
+    fts: list[tuple[int, str]] = []
+    for session_id, kind, parent_id, body, posted in texts:
+        row += 1
+        contents.append((row, session_id, kind, parent_id, body))
+        ts, dur = posted if posted is not None else (None, 0.0)
+        date = date_words(body)
+        for i, (start, stop) in enumerate(chunk_spans(body)):
+            chunk += 1
+            prefix = f"{date}\n" if i == 0 and date else ""
+            windows.append((chunk, session_id, session_id, start, stop, prefix, row, ts, dur))
+            fts.append((chunk, prefix + body[start:stop]))
+    yield Op.many("INSERT INTO content(rowid, session_id, kind, parent_id, body) VALUES(?, ?, ?, ?, ?)", contents)
+    yield Op.many("INSERT OR REPLACE INTO content_rows(session_id, row) VALUES(?, ?)", [(c[1], c[0]) for c in contents])
+    yield Op.many(
+        "INSERT INTO chunks(id, session_id, handoff_id, start, stop, prefix, row, ts, dur)"
+        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        windows,
+    )
+    yield Op.many("INSERT INTO chunk_fts(rowid, body) VALUES(?, ?)", fts)
 
 
 async def unindex_content(conn: aiosqlite.Connection, session_id: str) -> None:
