@@ -14,6 +14,8 @@ Rows:
 - ``import old`` — with ``--old-src DIR`` (a checkout of an earlier version, e.g. ``git archive <commit> |
   tar -x -C DIR``), ``macupos memory import`` of that code on the same ``--baseline-n`` files, alternating
   with this code's CLI: the speed-up over the code as it was.
+- ``old`` — with ``--old-src DIR``, this code's and that code's ``macupos memory import`` of the same ``--n``
+  files, alternating for ``--rounds`` rounds.
 - ``export`` — ``macupos memory export`` of the imported handoffs to a fresh folder.
 - ``ingest`` / ``ingest --force`` — ``macupos memory ingest --no-llm`` of ``--transcripts`` small
   Claude Code transcripts (six lines, ~3 KB each), then again with ``--force``.
@@ -34,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from bench._handoff_tree import write_hostile_tree, write_tree
@@ -71,7 +74,7 @@ print(json.dumps({"secs": secs, "rss_mb": hwm, "worker_mb": worker, "cpu": cpu, 
 """
 
 
-def _run(home: Path, spec: dict[str, object], src: Path = ROOT) -> tuple[float, float, str]:
+def _run(home: Path, spec: Mapping[str, object], src: Path = ROOT) -> tuple[float, float, str]:
     """Seconds, peak RSS in MB (this process; its worker's, when larger, noted in the output) and output."""
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("MACUPOS_")},
@@ -147,7 +150,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=10_000, help="handoff files to import and export")
     ap.add_argument("--baseline-n", type=int, default=1_000, help="files for one-at-a-time vs bulk (0: skip)")
     ap.add_argument("--transcripts", type=int, default=10_000, help="small transcripts to ingest (0: skip)")
-    ap.add_argument("--only", choices=["import", "baseline", "export", "ingest", "hostile"], action="append")
+    ap.add_argument("--only", choices=["import", "baseline", "old", "export", "ingest", "hostile"], action="append")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of --only old")
     ap.add_argument("--tmp", type=Path, default=None, help="where to build the trees (default: the system temp)")
     ap.add_argument("--old-src", type=Path, default=None, help="an earlier checkout to compare the CLI with")
     args = ap.parse_args()
@@ -188,11 +192,21 @@ def main() -> None:
                     new, rss2, out2 = _run(tmp / f"new-{rnd}", argv)
                     _row("import old", args.baseline_n, old, rss1, out1)
                     _row("import now", args.baseline_n, new, rss2, f"{out2}; {old / new:.1f}x faster")
+        if "old" in only:
+            if args.old_src is None:
+                ap.error("--only old needs --old-src DIR")
+            write_tree(tmp / "old-tree", args.n, seed=13)
+            spec = {"argv": ["import", str(tmp / "old-tree")]}
+            for rnd in range(args.rounds):  # alternating, so both see the same machine
+                old, rss1, out1 = _run(tmp / f"old-full-{rnd}", spec, src=args.old_src.resolve())
+                new, rss2, out2 = _run(tmp / f"new-full-{rnd}", spec)
+                _row("import old", args.n, old, rss1, out1)
+                _row("import now", args.n, new, rss2, f"{out2}; {old / new:.2f}x faster")
         if "ingest" in only and args.transcripts:
             _transcripts(tmp / "transcripts", args.transcripts)
             for name, extra in (("ingest", []), ("ingest --force", ["--force"])):
-                argv = ["ingest", str(tmp / "transcripts"), "--no-llm", "--quiet", *extra]
-                secs, rss, out = _run(tmp / "home-ingest", {"argv": argv})
+                cmd = ["ingest", str(tmp / "transcripts"), "--no-llm", "--quiet", *extra]
+                secs, rss, out = _run(tmp / "home-ingest", {"argv": cmd})
                 _row(name, args.transcripts, secs, rss, out)
         if "hostile" in only:
             n_files = write_hostile_tree(tmp / "hostile", good=200, outside=tmp / "outside")

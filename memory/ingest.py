@@ -285,15 +285,41 @@ def _another_file(other: Path, this: Path) -> bool:
         return False
 
 
-async def _idf_table(conn: aiosqlite.Connection, markdown: str) -> Callable[[str], float]:
+@dataclass(slots=True)
+class _Vocabulary:
+    """What the stored sessions' content says of terms, read once per extraction run.
+
+    Extraction writes handoffs and postings, never content, so within one ``extract_pending`` run the session
+    count and each term's document frequency stay put: a term looked up for one session is not looked up
+    again for the next. (fts5vocab counts a term's documents by walking its whole doclist, so the lookups of
+    common words, repeated per session, made a bulk ingest quadratic.)
+    """
+
+    n: int | None = None
+    df: dict[str, int] = field(default_factory=dict)
+
+
+_VOCAB_TERMS = 500_000  # terms a run remembers before it starts again (a few tens of MB at most)
+
+
+async def _idf_table(
+    conn: aiosqlite.Connection, markdown: str, vocab: _Vocabulary | None = None
+) -> Callable[[str], float]:
     """IDF over the stored sessions' content for the words of one session (the fallback's rarity signal)."""
+    vocab = vocab if vocab is not None else _Vocabulary()
+    if vocab.n is None:
+        async with conn.execute("SELECT count(*) FROM sessions") as cur:
+            row = await cur.fetchone()
+        vocab.n = int(row[0]) if row else 0
+    n = vocab.n
     words = sorted(set(tokenize(markdown)))[:5000]
-    async with conn.execute("SELECT count(*) FROM sessions") as cur:
-        row = await cur.fetchone()
-    n = int(row[0]) if row else 0
-    df: dict[str, int] = {}
-    for i in range(0, len(words), 500):
-        chunk = words[i : i + 500]
+    if len(vocab.df) + len(words) > _VOCAB_TERMS:
+        vocab.df.clear()
+    df = vocab.df
+    missing = [w for w in words if w not in df]
+    for i in range(0, len(missing), 500):
+        chunk = missing[i : i + 500]
+        df.update(dict.fromkeys(chunk, 0))
         marks = ",".join("?" * len(chunk))
         async with conn.execute(f"SELECT term, doc FROM content_vocab WHERE term IN ({marks})", chunk) as cur:
             for term, doc in await cur.fetchall():
@@ -322,12 +348,20 @@ async def extract_pending(
     llm = settings.llm_enabled if use_llm is None else use_llm
     gate = asyncio.Semaphore(settings.extract_concurrency)
     privacy = load_privacy(settings)
+    vocab = _Vocabulary()
 
     async def one(session_id: str) -> None:
         async with gate:
             try:
                 h = await _extract_one(
-                    db, settings, session_id, use_llm=llm, redactor=redactor, privacy=privacy, report=report
+                    db,
+                    settings,
+                    session_id,
+                    use_llm=llm,
+                    redactor=redactor,
+                    privacy=privacy,
+                    report=report,
+                    vocab=vocab,
                 )
             except (ExtractionError, OSError) as exc:
                 logger.warning("handoff extraction failed for %s: %s", session_id, exc)
@@ -366,6 +400,7 @@ async def _extract_one(
     redactor: Redactor,
     privacy: Privacy = _NO_PRIVACY,
     report: IngestReport | None = None,
+    vocab: _Vocabulary | None = None,
 ) -> Handoff | None:
     row = await store.get_session(db.conn, session_id)
     if row is None:
@@ -392,7 +427,7 @@ async def _extract_one(
             started_at=row.started_at,
             ended_at=row.ended_at,
         )
-    idf = await _idf_table(db.conn, row.markdown)
+    idf = await _idf_table(db.conn, row.markdown, vocab)
     spent: list[Spend] = []
     h = await extract_handoff(
         t,

@@ -12,6 +12,7 @@ import pytest
 
 from memory.api import Eywa
 from memory.handoff_format import from_markdown
+from memory.ingest import IngestReport, extract_pending
 from memory.settings import MemorySettings
 
 
@@ -402,3 +403,23 @@ async def test_a_lone_surrogate_in_a_transcript_is_replaced_and_loses_nothing_el
     assert report.sessions_new == 2 and not report.unreadable
     assert broken.session is not None and "fix surrogate \ufffd broken" in broken.session.markdown
     assert fine.session is not None
+
+
+async def test_one_extraction_run_gives_each_session_the_handoff_it_gets_on_its_own(
+    settings: MemorySettings, transcripts: Path
+) -> None:
+    # A run looks each term's document frequency up once for all its sessions; one session at a time
+    # looks them all up again. The handoffs (keywords ranked by that IDF among them) must not differ.
+    async with await Eywa.open(settings) as eywa:
+        await eywa.ingest([transcripts], use_llm=False)
+        together = await _handoffs(eywa)
+        for session_id in together:
+            await extract_pending(eywa.db, settings, IngestReport(), use_llm=False, session_ids=[session_id])
+        alone = await _handoffs(eywa)
+    assert len(together) >= 15
+    assert alone == together
+
+
+async def _handoffs(eywa: Eywa) -> dict[str, str]:
+    async with eywa.db.conn.execute("SELECT session_id, markdown FROM handoffs") as cur:
+        return {str(sid): str(md) async for sid, md in cur}
