@@ -216,8 +216,7 @@ def _new_ids(conn: sqlite3.Connection, batch: list[_Ready]) -> set[str]:
         counts[item.handoff.session_id] = counts.get(item.handoff.session_id, 0) + 1
     once = [sid for sid, n in counts.items() if n == 1]
     rows = conn.execute(_CLASSIFY, (json.dumps(once),)).fetchall()
-    return {str(sid) for sid, forgotten, date, transcript, indexed in rows if not (forgotten or transcript or indexed)
-            and date is None}  # fmt: skip
+    return {str(row[0]) for row in rows if row[2] is None and not any((row[1], row[3], row[4]))}
 
 
 def _adopt(

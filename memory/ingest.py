@@ -16,19 +16,17 @@ import asyncio
 import functools
 import hashlib
 import logging
-import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import aiosqlite
 
 from memory import index, store
 from memory.codex_rollout import parse_codex_file
 from memory.db import Database
 from memory.errors import ExtractionError, MemoryStoreError, SourceUnreadableError
 from memory.handoff_format import redacted, to_markdown
+from memory.idf import Vocabulary, idf_table
 from memory.llm_extract import extract_handoff
 from memory.mirror import sweep_stale_temp, write_handoff
 from memory.models import Handoff, LineProblem, SessionKind, Transcript
@@ -38,7 +36,6 @@ from memory.render import render_markdown
 from memory.settings import MemorySettings
 from memory.sources import SourceFile, discover
 from memory.spend import Spend, record_spend, spent_today
-from memory.tokenize import tokenize
 from memory.transcript import parse_claude_file
 
 __all__ = ["IngestReport", "ProgressFn", "extract_pending", "ingest", "session_duration_min"]
@@ -285,52 +282,6 @@ def _another_file(other: Path, this: Path) -> bool:
         return False
 
 
-@dataclass(slots=True)
-class _Vocabulary:
-    """What the stored sessions' content says of terms, read once per extraction run.
-
-    Extraction writes handoffs and postings, never content, so within one ``extract_pending`` run the session
-    count and each term's document frequency stay put: a term looked up for one session is not looked up
-    again for the next. (fts5vocab counts a term's documents by walking its whole doclist, so the lookups of
-    common words, repeated per session, made a bulk ingest quadratic.)
-    """
-
-    n: int | None = None
-    df: dict[str, int] = field(default_factory=dict)
-
-
-_VOCAB_TERMS = 500_000  # terms a run remembers before it starts again (a few tens of MB at most)
-
-
-async def _idf_table(
-    conn: aiosqlite.Connection, markdown: str, vocab: _Vocabulary | None = None
-) -> Callable[[str], float]:
-    """IDF over the stored sessions' content for the words of one session (the fallback's rarity signal)."""
-    vocab = vocab if vocab is not None else _Vocabulary()
-    if vocab.n is None:
-        async with conn.execute("SELECT count(*) FROM sessions") as cur:
-            row = await cur.fetchone()
-        vocab.n = int(row[0]) if row else 0
-    n = vocab.n
-    words = sorted(set(tokenize(markdown)))[:5000]
-    if len(vocab.df) + len(words) > _VOCAB_TERMS:
-        vocab.df.clear()
-    df = vocab.df
-    missing = [w for w in words if w not in df]
-    for i in range(0, len(missing), 500):
-        chunk = missing[i : i + 500]
-        df.update(dict.fromkeys(chunk, 0))
-        marks = ",".join("?" * len(chunk))
-        async with conn.execute(f"SELECT term, doc FROM content_vocab WHERE term IN ({marks})", chunk) as cur:
-            for term, doc in await cur.fetchall():
-                df[str(term)] = int(doc)
-
-    def idf(term: str) -> float:
-        return math.log((n + 1) / (df.get(term, 0) + 1)) + 1.0
-
-    return idf
-
-
 async def extract_pending(
     db: Database,
     settings: MemorySettings,
@@ -348,7 +299,7 @@ async def extract_pending(
     llm = settings.llm_enabled if use_llm is None else use_llm
     gate = asyncio.Semaphore(settings.extract_concurrency)
     privacy = load_privacy(settings)
-    vocab = _Vocabulary()
+    vocab = Vocabulary()
 
     async def one(session_id: str) -> None:
         async with gate:
@@ -400,7 +351,7 @@ async def _extract_one(
     redactor: Redactor,
     privacy: Privacy = _NO_PRIVACY,
     report: IngestReport | None = None,
-    vocab: _Vocabulary | None = None,
+    vocab: Vocabulary | None = None,
 ) -> Handoff | None:
     row = await store.get_session(db.conn, session_id)
     if row is None:
@@ -427,7 +378,7 @@ async def _extract_one(
             started_at=row.started_at,
             ended_at=row.ended_at,
         )
-    idf = await _idf_table(db.conn, row.markdown, vocab)
+    idf = await idf_table(db.conn, row.markdown, vocab)
     spent: list[Spend] = []
     h = await extract_handoff(
         t,

@@ -1,0 +1,59 @@
+"""IDF over the stored sessions' content: the rarity signal the deterministic extractor ranks words by."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import aiosqlite
+
+from memory.tokenize import tokenize
+
+__all__ = ["Vocabulary", "idf_table"]
+
+
+@dataclass(slots=True)
+class Vocabulary:
+    """What the stored sessions' content says of terms, read once per extraction run.
+
+    Extraction writes handoffs and postings, never content, so within one ``extract_pending`` run the session
+    count and each term's document frequency stay put: a term looked up for one session is not looked up
+    again for the next. (fts5vocab counts a term's documents by walking its whole doclist, so the lookups of
+    common words, repeated per session, made a bulk ingest quadratic.)
+    """
+
+    n: int | None = None
+    df: dict[str, int] = field(default_factory=dict)
+
+
+_VOCAB_TERMS = 500_000  # terms a run remembers before it starts again (a few tens of MB at most)
+
+
+async def idf_table(
+    conn: aiosqlite.Connection, markdown: str, vocab: Vocabulary | None = None
+) -> Callable[[str], float]:
+    """IDF over the stored sessions' content for the words of one session (the fallback's rarity signal)."""
+    vocab = vocab if vocab is not None else Vocabulary()
+    if vocab.n is None:
+        async with conn.execute("SELECT count(*) FROM sessions") as cur:
+            row = await cur.fetchone()
+        vocab.n = int(row[0]) if row else 0
+    n = vocab.n
+    words = sorted(set(tokenize(markdown)))[:5000]
+    if len(vocab.df) + len(words) > _VOCAB_TERMS:
+        vocab.df.clear()
+    df = vocab.df
+    missing = [w for w in words if w not in df]
+    for i in range(0, len(missing), 500):
+        chunk = missing[i : i + 500]
+        df.update(dict.fromkeys(chunk, 0))
+        marks = ",".join("?" * len(chunk))
+        async with conn.execute(f"SELECT term, doc FROM content_vocab WHERE term IN ({marks})", chunk) as cur:
+            for term, doc in await cur.fetchall():
+                df[str(term)] = int(doc)
+
+    def idf(term: str) -> float:
+        return math.log((n + 1) / (df.get(term, 0) + 1)) + 1.0
+
+    return idf
