@@ -75,6 +75,7 @@ class ChatSession:
     started: float = 0.0
     stopping: bool = False
     run_id: int = 0  # the running instruction's row in bot.db
+    queue_id: int | None = None  # and its queue row
 
     @property
     def busy(self) -> bool:
@@ -178,6 +179,7 @@ class SessionManager:
         s = self.services
         chat_id = c.chat_id
         c.user_id, c.source, c.instruction, c.started = task.user_id, task.source, task.text, time.monotonic()
+        c.queue_id = task.queue_id
         project = await s.project_of(chat_id)
         chat = await s.state.chat(chat_id)
         # An RPA run opens sessions of its own: it does not continue (or claim) the chat's session.
@@ -410,6 +412,8 @@ class SessionManager:
             run = await s.state.running(chat_id)
             if run is not None:
                 await s.state.finish_run(run.id, "stopped")
+            if c.queue_id is not None:  # stopped before its run was recorded: not to be run at the next start
+                await s.state.mark_queued(c.queue_id, "cancelled")
             if c.live is not None:
                 await self._close_live(c)
         extra = f" Cancelled {cancelled} waiting instruction(s)." if cancelled else ""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,15 @@ async def test_new_project_status_and_stop(h: Harness) -> None:
     assert "Cancelled 1" in stopped
     h.claude.release.set()
     await h.wait_message(lambda m: "⏹" in str(m.get("text", "")) and "Stage: stopped" in str(m.get("text", "")))
+    await h.wait_handled(app)
+    assert app.sessions is not None
+    worker = app.sessions.chat(OWNER).worker
+    if worker is not None:  # the chat's worker closes the run and its queue row after the stage line
+        await asyncio.wait_for(asyncio.shield(worker), 60)
+    # Nothing of what was stopped is left for the next start to run.
+    with sqlite3.connect(f"file:{h.settings().db_path}?mode=ro", uri=True) as conn:
+        left = conn.execute("SELECT text FROM queue WHERE status IN ('queued', 'running')").fetchall()
+    assert left == []
     first_session = (await app.services.state.chat(OWNER)).session_id
 
     h.tg.push_message(OWNER, OWNER, "/new")
