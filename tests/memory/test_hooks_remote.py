@@ -8,7 +8,7 @@ import json
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -26,10 +26,12 @@ FAIL_OPEN_S = 2.0  # the bound the issue sets for an unreachable service
 
 
 def _transcript(settings: MemorySettings, session_id: str, *words: str) -> Path:
-    """A session of today (grounding with no query falls back to the recent ones)."""
+    """A session of yesterday (grounding with no query falls back to the recent ones). Not today: its turns
+    are at 10:00 UTC, which before that hour would be a session in the future."""
     path = settings.claude_projects_dir / "-srv-app" / f"{session_id}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(transcript_bytes(session_id, *words, day=datetime.now(UTC).strftime("%Y-%m-%d")))
+    day = (datetime.now(UTC) - timedelta(days=1)).strftime("%Y-%m-%d")
+    path.write_bytes(transcript_bytes(session_id, *words, day=day))
     return path
 
 
