@@ -75,7 +75,7 @@ class ChatSession:
     started: float = 0.0
     stopping: bool = False
     run_id: int = 0  # the running instruction's row in bot.db
-    queue_id: int | None = None  # and its queue row
+    queue_id: int | None = None  # the queue row of the instruction the worker has taken (set when taken)
 
     @property
     def busy(self) -> bool:
@@ -140,7 +140,7 @@ class SessionManager:
             c.stopping = False
             # Stored before the update counts as handled: killed before its run is recorded, the next start
             # finds it in the queue and runs it (bot.state.BotState.interrupted_runs).
-            queue_id = await s.state.enqueue(chat_id, text, source, images, status="running")
+            queue_id = c.queue_id = await s.state.enqueue(chat_id, text, source, images, status="running")
             task = Task(text, user_id, source, queue_id, tuple(images))
             c.worker = asyncio.create_task(self._drain(c, task), name=f"chat-{chat_id}")
 
@@ -154,6 +154,7 @@ class SessionManager:
             if queued is None:
                 return False
             await s.state.mark_queued(queued.id, "running")
+            c.queue_id = queued.id
             task = Task(queued.text, user_id, queued.source, queued.id, queued.images)
             c.stopping = False
             c.worker = asyncio.create_task(self._drain(c, task), name=f"chat-{chat_id}")
@@ -173,13 +174,13 @@ class SessionManager:
                     self._arm_idle(c)
                     return
                 await s.state.mark_queued(queued.id, "running")
+                c.queue_id = queued.id  # taken under the lock: a /stop from now on cancels this row
             current = Task(queued.text, c.user_id, queued.source, queued.id, queued.images)
 
     async def _run_one(self, c: ChatSession, task: Task) -> None:
         s = self.services
         chat_id = c.chat_id
         c.user_id, c.source, c.instruction, c.started = task.user_id, task.source, task.text, time.monotonic()
-        c.queue_id = task.queue_id
         project = await s.project_of(chat_id)
         chat = await s.state.chat(chat_id)
         # An RPA run opens sessions of its own: it does not continue (or claim) the chat's session.
