@@ -13,7 +13,7 @@ import pytest
 from bench._handoff_tree import hostile_frontmatters, write_hostile_tree, write_tree
 from memory.api import Eywa
 from memory.db import Database
-from memory.errors import SourceUnreadableError
+from memory.errors import DestinationError, SourceUnreadableError
 from memory.handoff_format import to_markdown
 from memory.handoff_import import MAX_HANDOFF_BYTES, read_handoff_file, walk_tree
 from memory.models import Handoff, SessionKind
@@ -221,3 +221,25 @@ async def test_a_failed_batch_writes_nothing_and_the_next_one_goes_through(tmp_p
             assert [r[0] for r in await cur.fetchall()] == ["after"]
     finally:
         await db.close()
+
+
+async def test_a_mirror_that_cannot_be_written_stops_the_import_and_stores_nothing_of_its_batch(
+    tmp_path: Path,
+) -> None:
+    # The rows of a batch and its files go together: a file that cannot be written undoes the batch's rows.
+    tree = tmp_path / "tree"
+    write_tree(tree, 40, seed=5)
+    settings = _settings(tmp_path / "home")
+    async with await Eywa.open(settings) as eywa:
+        blocked = settings.handoffs_dir
+        blocked.mkdir(parents=True, exist_ok=True)
+        for year in {p.relative_to(tree).parts[0] for p in tree.rglob("*.md")}:
+            (blocked / year).write_text("a file where the year's folder goes")
+        with pytest.raises(DestinationError, match=r"cannot write to .*: Not a directory"):
+            await eywa.import_dir(tree)
+        assert await eywa.list_handoffs(limit=100) == []
+        for year in [p for p in blocked.iterdir() if p.is_file()]:
+            year.unlink()
+        report = await eywa.import_dir(tree)  # the way out: the same import, once the disk is fixed
+        assert report.imported == 40 and len(await eywa.list_handoffs(limit=100)) == 40
+    assert len(list(settings.handoffs_dir.rglob("*.md"))) == 40
