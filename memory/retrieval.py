@@ -36,6 +36,7 @@ from memory.tokenize import project_terms, query_terms, tokenize
 from memory.topk import DAY_S, PostingList, TopK, duration_boost, recency_factor
 
 __all__ = [
+    "CLOCK_SKEW_S",
     "CONTENT_DF_CAP",
     "DEFAULT_CONTENT_WEIGHT",
     "DEFAULT_DATE_DAYS",
@@ -70,6 +71,10 @@ DEFAULT_TOP_CHUNKS = 1
 # week: "on 3 June" also finds the session of 5 June. Chosen on LoCoMo, confirmed leave-one-out.
 DEFAULT_DATE_WEIGHT = 1.0
 DEFAULT_DATE_DAYS = 7.0
+# Handoffs come from every machine that shares this memory, each dated by that machine's clock: one that
+# runs a few minutes ahead must not hide its newest handoff from the others until their clocks catch up.
+# Only for "now" (no ``as_of``); an explicit ``as_of`` is exact.
+CLOCK_SKEW_S = 600.0
 _MAX_CONTENT_WORDS = 16
 FIRST_CHUNK = 64  # postings read per list before switching to time slabs
 _MAX_QUERY_TERMS = 32
@@ -163,7 +168,7 @@ def check_days_back(value: float) -> float:
 
 def _epoch(as_of: datetime | None) -> float:
     if as_of is None:
-        return time.time()
+        return time.time() + CLOCK_SKEW_S
     return (as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)).timestamp()
 
 
@@ -189,8 +194,9 @@ async def retrieve(
     the private projects ``hidden`` names (the next best take their places; scores are unchanged).
 
     Any ``max_k`` is served (evaluation asks for 10); grounding caps it at five
-    (:data:`memory.grounding.MAX_GROUNDING`). Handoffs dated after ``as_of`` (default now; naive
-    means UTC) are invisible, and IDF is taken over the handoffs visible then. ``days_back`` drops
+    (:data:`memory.grounding.MAX_GROUNDING`). Handoffs dated after ``as_of`` (default now, and
+    :data:`CLOCK_SKEW_S` more for a clock ahead of this one; naive means UTC) are invisible, and IDF is
+    taken over the handoffs visible then. ``days_back`` drops
     older handoffs. No query terms or no match: the most recent handoffs within ``days_back``, else
     within the window.
     """

@@ -575,3 +575,15 @@ async def test_search_content_survives_any_punctuation_and_names_the_parent(db: 
         ["p"],
         ["p/agent-1"],
     )
+
+
+async def test_a_handoff_from_a_clock_a_few_minutes_ahead_is_found_now(db: Database) -> None:
+    # Another machine sharing this memory, its clock 3 minutes ahead, just wrote "ahead"; "tomorrow" is
+    # a date no clock skew explains.
+    now = datetime.now(UTC).timestamp()
+    await add(db, "ahead", age_days=(NOW_TS - (now + 180)) / DAY, keywords=["sqlite"])
+    await add(db, "tomorrow", age_days=(NOW_TS - (now + DAY)) / DAY, keywords=["sqlite"])
+    await add(db, "older", age_days=(NOW_TS - (now - 3 * DAY)) / DAY, keywords=["misc"])
+    assert ids(await retrieve(db, "sqlite")) == ["ahead"]
+    # An explicit as_of is exact: "ahead" is not yet written then, so nothing matches (the recent one shows).
+    assert ids(await retrieve(db, "sqlite", as_of=datetime.fromtimestamp(now, UTC))) == ["older"]
