@@ -89,9 +89,9 @@ def decode_samples(audio: str | Path | bytes, rate: int = _SAMPLE_RATE) -> np.nd
 
     Bytes are read from memory: no temporary file to leak. This is faster-whisper's ``decode_audio`` less
     two costs on the echo's path: the 48 kHz frames of an Opus note are resampled in one piece rather than
-    one frame at a time, and no ``gc.collect()`` follows (faster-whisper's own, against a leak of old PyAV
-    releases; in the bot's large heap it stalls every thread, the event loop included). Raises what PyAV
-    raises (``OSError`` for a missing file, ``av.error.FFmpegError`` for data it cannot decode).
+    one frame at a time, and no ``gc.collect()`` follows (faster-whisper runs one so the resampler's objects
+    are freed at once; a full collection of the bot's heap holds every thread, the event loop included).
+    Raises what PyAV raises (``OSError`` for a missing file, ``av.error.FFmpegError`` for data it cannot decode).
     """
     source: str | io.BytesIO = io.BytesIO(audio) if isinstance(audio, bytes) else str(audio)
     with av.open(source, mode="r", metadata_errors="ignore") as container:

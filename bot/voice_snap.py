@@ -1,16 +1,15 @@
 """Words that decide what runs, heard right: a misheard command verb or project name is "snapped" back to it.
 
 tiny.en mishears a few coding words in a way no prompt fixes ("Sash my changes" for stash, "Pump the
-version" for bump). After transcription, each word in a command position
-(the first word of a clause) is compared with a closed lexicon of common development verbs
-(``DEV_VERBS``), and every word with the owner's own names (project names, memory keywords), by a
-phonetic key (a small Metaphone, ``phonetic_key``) and a weighted edit distance on it. The words that
-sound alike are only *candidates*: the Whisper model itself then scores each candidate sentence against
-the note's audio (``Scorer``), and a candidate replaces what was heard only when the audio supports it
-nearly as well, within ``margin`` nats of log-probability (docs/speech.md, "Snapping", has the measurement). So
-"pump" said clearly stays "pump"; only a word the audio leaves in doubt is taken as the lexicon's. A word
-that is itself in the lexicon is never a candidate's place: "Run" is not weighed against "rerun", nor "Push"
-against "pull".
+version" for bump). After transcription, each word in a command position (the first word of a clause) is
+compared with a closed lexicon of common development verbs (``DEV_VERBS``), and every word with the
+owner's own names (project names, memory keywords), by a phonetic key (a small Metaphone,
+``phonetic_key``) and a weighted edit distance on it. The words that sound alike are only *candidates*:
+the Whisper model itself then scores each candidate sentence against the note's audio (``Scorer``), and a
+candidate replaces what was heard only when the audio supports it nearly as well, within ``margin`` nats
+of log-probability (docs/speech.md, "Snapping", has the measurement). So "pump" said clearly stays
+"pump"; only a word the audio leaves in doubt is taken as the lexicon's. A word the lexicon has is kept
+as heard: "Run" is never weighed against "rerun", nor "Push" against "pull".
 
 Pure text and arithmetic here: the scoring lives with the model in bot.voice.
 """
