@@ -15,7 +15,7 @@ import io
 import logging
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, WebAppInfo
@@ -40,6 +40,9 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 DOCUMENT_THRESHOLD = 12_000  # longer answers go as a file: a phone scrolls one message, not five
 _MAX_ATTEMPTS = 6
+# Telegram shows a chat action for 5 s or until the bot's next message: renewed every 4 s while work lasts.
+_ACTION_EVERY_S = 4.0
+_ACTION_TIMEOUT_S = 5.0
 _MAX_RETRY_AFTER_S = 120.0
 Button = tuple[str, str]  # (label, callback_data)
 
@@ -197,6 +200,29 @@ class Sender:
             chat_id,
             lambda: self.bot.send_voice(chat_id, io.BytesIO(ogg), duration=duration_s, filename="answer.ogg"),
         )
+
+    @contextlib.asynccontextmanager
+    async def showing(self, chat_id: int, action: str) -> AsyncIterator[None]:
+        """The chat shows ``action`` ("typing…", "recording a voice message…") while the block runs, so a
+        phone sees at once that a note was heard. Best effort, beside the chat's ordered calls (not behind
+        them): each try is bounded, a failure is logged and never raised, and the block never waits for it."""
+
+        async def keep() -> None:
+            while True:
+                try:
+                    async with asyncio.timeout(_ACTION_TIMEOUT_S):
+                        await self.bot.send_chat_action(chat_id, action)
+                except (TelegramError, TimeoutError) as exc:
+                    logger.debug("chat %s: chat action %s not shown: %s", chat_id, action, exc)
+                await self._sleep(_ACTION_EVERY_S)
+
+        task = asyncio.create_task(keep(), name=f"action-{chat_id}")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def send_web_app(self, chat_id: int, text: str, label: str, url: str) -> Message:
         """An HTML message with one button that opens ``url`` as a Telegram Mini App (private chats only)."""

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 
+from telegram.constants import ChatAction
 from telegram.error import TelegramError
 
 from bot.errors import SpeechError, SpeechUnavailableError
@@ -70,7 +71,7 @@ class SpokenReplies:
             said = spoken_summary(answer)
             if not said:
                 return
-            async with asyncio.timeout(SPEAK_TIMEOUT_S):
+            async with asyncio.timeout(SPEAK_TIMEOUT_S), s.sender.showing(chat_id, ChatAction.RECORD_VOICE):
                 note = await self.speaker.synthesize(said)
                 await s.sender.voice(chat_id, note.ogg, max(1, round(note.duration_s)))
         except SpeechError as exc:

@@ -14,6 +14,7 @@ import re
 import secrets
 
 from telegram import Voice
+from telegram.constants import ChatAction
 from telegram.error import TelegramError
 
 from bot.auth import quote_text
@@ -94,31 +95,35 @@ class VoiceFlow:
                 html_text=False,
             )
             return
-        try:
-            file = await s.sender.bot.get_file(voice.file_id)
-            data = bytes(await file.download_as_bytearray())
-        except TelegramError as exc:
-            await s.sender.send(chat_id, f"🎙 Could not download the voice note: {exc.message}", html_text=False)
-            return
-        # Someone else's words (forwarded) never answer the owner's prompt.
-        prompt = (
-            None if self.answers is None or forwarded_from is not None else await self.answers.waiting(chat_id, user_id)
-        )
-        # While a prompt waits, its answers' words prime the model and are snapping targets too ("Console." for
-        # a mumbled "cancel"); they stop being targets if the note turns out to be an instruction.
-        answer_words = answer_hotwords(prompt.kind) if prompt is not None else []
-        words = [*answer_words, *await self.hotwords()]
-        try:
-            transcriber = await s.get_transcriber()
-            # Bounded so a pathological note frees the chat; the worker thread finishes on its own.
-            async with asyncio.timeout(TRANSCRIBE_TIMEOUT_S):
-                transcript = await transcriber.transcribe(data, hotwords=words, names=words)
-        except VoiceError as exc:
-            await s.sender.send(chat_id, f"🎙 {exc}", html_text=False)
-            return
-        except TimeoutError:
-            await s.sender.send(chat_id, "🎙 Transcribing that note took too long; please type it.", html_text=False)
-            return
+        # "typing…" in the chat from the moment the note is taken until its transcript is out.
+        async with s.sender.showing(chat_id, ChatAction.TYPING):
+            try:
+                file = await s.sender.bot.get_file(voice.file_id)
+                data = bytes(await file.download_as_bytearray())
+            except TelegramError as exc:
+                await s.sender.send(chat_id, f"🎙 Could not download the voice note: {exc.message}", html_text=False)
+                return
+            # Someone else's words (forwarded) never answer the owner's prompt.
+            prompt = (
+                None
+                if self.answers is None or forwarded_from is not None
+                else await self.answers.waiting(chat_id, user_id)
+            )
+            # While a prompt waits, its answers' words prime the model and are snapping targets too ("Console." for
+            # a mumbled "cancel"); they stop being targets if the note turns out to be an instruction.
+            answer_words = answer_hotwords(prompt.kind) if prompt is not None else []
+            words = [*answer_words, *await self.hotwords()]
+            try:
+                transcriber = await s.get_transcriber()
+                # Bounded so a pathological note frees the chat; the worker thread finishes on its own.
+                async with asyncio.timeout(TRANSCRIBE_TIMEOUT_S):
+                    transcript = await transcriber.transcribe(data, hotwords=words, names=words)
+            except VoiceError as exc:
+                await s.sender.send(chat_id, f"🎙 {exc}", html_text=False)
+                return
+            except TimeoutError:
+                await s.sender.send(chat_id, "🎙 Transcribing that note took too long; please type it.", html_text=False)
+                return
         text = " ".join(transcript.text.split())
         if not text:
             await s.sender.send(chat_id, "🎙 I could not hear any words in that voice note.", html_text=False)

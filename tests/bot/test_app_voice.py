@@ -33,6 +33,11 @@ async def test_a_voice_note_is_transcribed_echoed_first_and_sent_to_claude(
     await h.wait_text(lambda t: "All tests pass now." in t)
     texts = h.texts()
     assert texts.index(echo) < next(i for i, t in enumerate(texts) if t.startswith("⏳"))  # echoed before work
+    # The chat showed "typing…" while the note was transcribed, before its echo.
+    requests = h.tg.requests
+    typing = next(i for i, c in enumerate(requests) if c.method == "sendChatAction")
+    assert requests[typing].params == {"chat_id": OWNER, "action": "typing"} and requests[typing].ok
+    assert typing < next(i for i, c in enumerate(requests) if c.params.get("text") == echo)
     assert last_user_text(h.claude.bodies[0]).endswith(transcript.replace("&amp;", "&"))
 
 

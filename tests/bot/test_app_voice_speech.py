@@ -71,6 +71,9 @@ async def test_a_voice_instruction_gets_the_text_answer_then_a_voice_note(
     # After the text answer, never before it.
     answer_at = position(h, lambda c: c.method == "sendMessage" and "billing tests pass" in str(c.params.get("text")))
     assert position(h, lambda c: c.method == "sendVoice") > answer_at
+    # "recording a voice message…" showed while it was made, after the text answer.
+    recording = position(h, lambda c: c.method == "sendChatAction" and c.params.get("action") == "record_voice")
+    assert answer_at < recording < position(h, lambda c: c.method == "sendVoice")
     # Telegram shows it as a voice note: OGG/Opus, 48 kHz mono, with its length set.
     message = voice.result
     assert message["voice"]["mime_type"] == "audio/ogg" and "document" not in message

@@ -40,3 +40,21 @@ async def test_a_reply_too_long_for_one_message_is_cut_not_lost(
     body = sent.text or ""
     assert body.endswith("…") and len(body.encode("utf-16-le")) // 2 <= 4096
     assert body.startswith("echo " if html_text else "<b>echo</b> ")
+
+
+async def test_a_chat_action_shows_while_the_block_runs_and_a_refused_one_never_raises(
+    telegram_double: TelegramDouble,
+) -> None:
+    async with Bot(telegram_double.token, base_url=telegram_double.base_url) as bot:
+        sender = Sender(bot)
+        async with sender.showing(42, "typing"):
+            await telegram_double.wait_for(lambda: telegram_double.calls("sendChatAction"))
+            await sender.send(42, "working", html_text=False)
+        actions = telegram_double.calls("sendChatAction")
+        assert [(c.params["chat_id"], c.params["action"], c.ok) for c in actions] == [(42, "typing", True)]
+        async with sender.showing(42, "juggling"):  # Telegram refuses an unknown action: the block goes on
+            await telegram_double.wait_for(lambda: len(telegram_double.calls("sendChatAction")) == 2)
+            await sender.send(42, "still working", html_text=False)
+    refused = telegram_double.calls("sendChatAction")[1:]
+    assert [c.ok for c in refused] == [False]
+    assert telegram_double.texts(42) == ["working", "still working"]
