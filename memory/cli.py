@@ -149,7 +149,12 @@ async def ingest_cmd(
 @click.option("--project", help="Project name: its terms join the query (a boost, not a filter).")
 @click.option("--days-back", type=DAYS, help="Only handoffs from the last N days (N > 0).")
 @click.option("--max", "max_k", type=click.IntRange(1, 5), default=5, show_default=True)
-@click.option("--as-of", type=ISO_INSTANT, help="Score as if now were this ISO-8601 time (reproducible results).")
+@click.option(
+    "--as-of",
+    type=ISO_INSTANT,
+    help="Score as if now were this ISO-8601 time, exactly (reproducible results). Without it, now is this "
+    "machine's clock plus 10 minutes, so a handoff from a machine whose clock runs a little ahead is found.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print [{session_id, score, date, headline, projects, kind}].")
 @click.option("--explain", is_flag=True, help="Show matched terms, IDF and factors for every result.")
 @click.option(
