@@ -43,17 +43,21 @@ async def idf_table(
     words = sorted(set(tokenize(markdown)))[:5000]
     if len(vocab.df) + len(words) > _VOCAB_TERMS:
         vocab.df.clear()
-    df = vocab.df
-    missing = [w for w in words if w not in df]
+    # This session's own counts, kept apart from the shared cache: another extraction running meanwhile may
+    # add to the cache or clear it, and must not change this table (its keywords would depend on timing).
+    own = {w: vocab.df[w] for w in words if w in vocab.df}
+    missing = [w for w in words if w not in own]
     for i in range(0, len(missing), 500):
         chunk = missing[i : i + 500]
-        df.update(dict.fromkeys(chunk, 0))
+        found = dict.fromkeys(chunk, 0)
         marks = ",".join("?" * len(chunk))
         async with conn.execute(f"SELECT term, doc FROM content_vocab WHERE term IN ({marks})", chunk) as cur:
             for term, doc in await cur.fetchall():
-                df[str(term)] = int(doc)
+                found[str(term)] = int(doc)
+        own.update(found)
+        vocab.df.update(found)
 
     def idf(term: str) -> float:
-        return math.log((n + 1) / (df.get(term, 0) + 1)) + 1.0
+        return math.log((n + 1) / (own.get(term, 0) + 1)) + 1.0
 
     return idf

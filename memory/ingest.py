@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import aiosqlite
+
 from memory import index, store
 from memory.codex_rollout import parse_codex_file
 from memory.db import Database
@@ -66,7 +68,7 @@ class IngestReport:
     missing: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     session_ids: list[str] = field(default_factory=list)  # sessions new or updated by this run
-    # (session id, the file whose content it now has, the other file that also holds it): the last read wins
+    # (session id, the file whose content it now has, the other file that also holds it): the last by path wins
     clashes: list[tuple[str, str, str]] = field(default_factory=list)
     counted: dict[str, str] = field(default_factory=dict)  # session id -> how this run counted it
     sessions_private: int = 0  # sessions of private projects, left out
@@ -254,9 +256,18 @@ async def _ingest_file(
             if existing is None:
                 report.count_session(t.session_id, "new")
             else:
-                report.count_session(t.session_id, "updated")
                 other = existing.source_path
-                if other != t.source_path and await asyncio.to_thread(_another_file, Path(other), src.path):
+                held = None
+                if other != t.source_path:
+                    held = await asyncio.to_thread(_another_file, Path(other), src.path)
+                if held is not None and Path(held) > Path(key) and t.session_id in await _sessions_of(conn, held):
+                    # The file that sorts last keeps the session, whichever of the two a run reads last: a run
+                    # killed between them, or one that re-reads only this file, then changes nothing.
+                    report.count_session(t.session_id, "unchanged")
+                    report.clashes.append((t.session_id, other, t.source_path))
+                    continue
+                report.count_session(t.session_id, "updated")
+                if held is not None:
                     logger.info("session %s is in %s and in %s; keeping the latter", t.session_id, other, src.path)
                     report.clashes.append((t.session_id, t.source_path, other))
             await store.put_session(
@@ -274,12 +285,19 @@ async def _ingest_file(
     logger.info("stored %s (%d sessions)", src.path, len(rendered))
 
 
-def _another_file(other: Path, this: Path) -> bool:
-    """``other`` still exists and is not ``this`` file under another name."""
+def _another_file(other: Path, this: Path) -> str | None:
+    """``other``'s resolved path (its key in `sources`), if it still exists and is not ``this`` file under
+    another name."""
     try:
-        return other.is_file() and not other.samefile(this)
+        return str(other.resolve()) if other.is_file() and not other.samefile(this) else None
     except OSError:
-        return False
+        return None
+
+
+async def _sessions_of(conn: aiosqlite.Connection, key: str) -> tuple[str, ...]:
+    """The sessions the file stored under ``key`` held when it was last read (none if it never was)."""
+    row = await store.get_source(conn, key)
+    return row.session_ids if row is not None else ()
 
 
 async def extract_pending(

@@ -423,3 +423,34 @@ async def test_one_extraction_run_gives_each_session_the_handoff_it_gets_on_its_
 async def _handoffs(eywa: Eywa) -> dict[str, str]:
     async with eywa.db.conn.execute("SELECT session_id, markdown FROM handoffs") as cur:
         return {str(sid): str(md) async for sid, md in cur}
+
+
+async def test_a_session_in_two_files_stays_with_the_one_that_sorts_last_whatever_is_read_again(
+    settings: MemorySettings, tmp_path: Path
+) -> None:
+    # A run stopped between the two files, or one that re-reads only the first, must not hand the session
+    # to the first: the next plain run skips both files as unchanged and would never take it back.
+    folder = tmp_path / "twins"
+    folder.mkdir()
+    for name in ("a", "b"):
+        line = {
+            "type": "user",
+            "uuid": "u1",
+            "sessionId": "twin",
+            "timestamp": "2026-02-03T00:00:00Z",
+            "message": {"role": "user", "content": f"copy {name} of the session about the narwhal"},
+        }
+        (folder / f"{name}.jsonl").write_text(json.dumps(line) + "\n")
+    first, second = folder / "a.jsonl", folder / "b.jsonl"
+    async with await Eywa.open(settings) as eywa:
+        await eywa.ingest([folder], use_llm=False)
+        kept = (await eywa.show("twin")).session
+        again = await eywa.ingest([first], use_llm=False, force=True)
+        after = (await eywa.show("twin")).session
+        second.unlink()  # with the other copy gone, this one is the session's
+        alone = await eywa.ingest([first], use_llm=False, force=True)
+        last = (await eywa.show("twin")).session
+    assert kept is not None and "copy b" in kept.markdown
+    assert after is not None and after.markdown == kept.markdown and after.source_path == kept.source_path
+    assert again.clashes == [("twin", str(second), str(first))] and again.sessions_unchanged == 1
+    assert last is not None and "copy a" in last.markdown and alone.sessions_updated == 1 and not alone.clashes

@@ -1,0 +1,33 @@
+"""IDF over the stored content: a session's table does not depend on what other extractions do meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from memory.api import Eywa
+from memory.idf import Vocabulary, idf_table
+from memory.settings import MemorySettings
+from memory.tokenize import tokenize
+
+
+async def test_concurrent_lookups_sharing_a_vocabulary_give_each_session_its_own_table(
+    settings: MemorySettings, transcripts: Path
+) -> None:
+    async with await Eywa.open(settings) as eywa:
+        await eywa.ingest([transcripts], use_llm=False, extract=False)
+        async with eywa.db.conn.execute("SELECT markdown FROM sessions ORDER BY session_id") as cur:
+            texts = [str(md) async for (md,) in cur]
+        alone = [await idf_table(eywa.db.conn, text, Vocabulary()) for text in texts]
+        shared = Vocabulary()
+        # Started together, each one's lookups are in flight while the next one checks the shared cache.
+        together = await asyncio.gather(*(idf_table(eywa.db.conn, text, shared) for text in texts))
+        # A cache emptied after a table was made (a run past its term bound) leaves that table as it was.
+        shared.df.clear()
+    assert len(texts) >= 15
+    for text, one, other in zip(texts, alone, together, strict=True):
+        words = set(tokenize(text))
+        assert {w: other(w) for w in words} == {w: one(w) for w in words}
+    vocab = [set(tokenize(text)) for text in texts]
+    common = max(vocab[0], key=lambda w: sum(w in words for words in vocab))
+    assert together[0](common) < together[0]("a-term-no-session-has")  # the counts are real, not all zero
