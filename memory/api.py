@@ -15,10 +15,11 @@ from typing import Any
 from memory import index, store
 from memory.db import SCHEMA_VERSION, Database
 from memory.errors import DestinationError, SessionNotFoundError, SourceUnreadableError
+from memory.extraction import extract_pending
 from memory.fsutil import write_atomic
 from memory.grounding import MAX_GROUNDING, grounding_text
 from memory.handoff_import import BATCH_FILES, ImportReport, import_tree
-from memory.ingest import IngestReport, ProgressFn, extract_pending, ingest
+from memory.ingest import IngestReport, ProgressFn, ingest
 from memory.mirror import handoff_relpath, remove_handoff, sync_folders
 from memory.privacy import hidden_sessions, load_privacy
 from memory.redact import Redactor

@@ -1,4 +1,5 @@
-"""Which transcript files to read for the given paths (or the default folders), and what kind each one is.
+"""Which transcript files to read for the given paths (or the default folders), what kind each one is, and
+its parse (parse_source).
 
 Kinds: ``claude`` (a main Claude Code session), ``claude-subagent`` (``…/<parent>/subagents/*.jsonl``
 or a flat ``agent-*.jsonl``), ``codex`` (``rollout-*.jsonl``) and ``loglines`` (a ``.json`` export
@@ -10,12 +11,16 @@ whatever its folder; a missing path is reported, never raised.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["DiscoveryResult", "SourceFile", "SourceKind", "classify", "discover"]
+from memory.codex_rollout import parse_codex_file
+from memory.models import Transcript
+from memory.transcript import parse_claude_file
+
+__all__ = ["DiscoveryResult", "SourceFile", "SourceKind", "classify", "discover", "parse_source"]
 
 SourceKind = Literal["claude", "claude-subagent", "codex", "loglines"]
 _PEEK_BYTES = 4096
@@ -136,3 +141,22 @@ def _identity(path: Path) -> Path:
         return path.resolve()
     except OSError:
         return path
+
+
+def parse_source(
+    src: SourceFile,
+    redact: Callable[[str], str],
+    limit: int,
+    on_bytes: Callable[[int], None] | None = None,
+) -> list[Transcript]:
+    """The transcripts of one discovered file, redacted, tool output clipped to ``limit`` characters."""
+    if src.kind == "codex":
+        return [parse_codex_file(src.path, redact=redact, tool_output_limit=limit, on_bytes=on_bytes)]
+    return parse_claude_file(
+        src.path,
+        redact=redact,
+        tool_output_limit=limit,
+        parent_hint=src.parent_hint,
+        agent_hint=src.agent_hint,
+        on_bytes=on_bytes,
+    )

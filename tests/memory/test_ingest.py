@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from memory.api import Eywa
+from memory.extraction import extract_pending
 from memory.handoff_format import from_markdown
-from memory.ingest import IngestReport, extract_pending
+from memory.ingest import IngestReport
 from memory.settings import MemorySettings
 
 
