@@ -22,13 +22,12 @@ from telegram.request import HTTPXRequest
 
 from bot.approvals import APPROVE_ACTION, Approvals
 from bot.attachments import Attachments
-from bot.auth import forward_origin_name, is_allowed, quote_forwarded
+from bot.auth import forward_origin_name, quote_forwarded
 from bot.commands import Commands, bot_commands
-from bot.errors import ChatBusyError
 from bot.intake import ALLOWED_UPDATES, Intake
-from bot.progress import Sender, escape
+from bot.progress import Sender
 from bot.project_memory import ProjectMemory
-from bot.records import Run, StoredUpdate
+from bot.restart import RESTART_ACTION, Restart
 from bot.review import REVIEW_ACTION, Reviews
 from bot.rpa_runner import RpaRunner
 from bot.services import Services, Tuning
@@ -54,7 +53,6 @@ __all__ = ["RESTART_ACTION", "BotApp", "build_application", "run_bot"]
 
 logger = logging.getLogger(__name__)
 
-RESTART_ACTION = "restart"
 _EXPIRED = "This button is not for you, or it has expired."
 
 
@@ -152,6 +150,7 @@ class BotApp:
         self.attachments = Attachments(services, self.sessions)
         self.session_list = SessionList(services, self.sessions.continue_session)
         self.intake = Intake(services, self.route, route_album=self.route_album)
+        self.restart = Restart(services, self.intake, self.sessions)
         await ProjectMemory(services).sync()  # memory and the hooks learn which projects are private
         if isinstance(facts, FactsApi):  # a memory service keeps its facts itself
             await self._start_facts_sync(facts)
@@ -212,7 +211,7 @@ class BotApp:
             await bot.set_my_commands(bot_commands())
         except TelegramError as exc:
             logger.warning("setMyCommands failed: %s", exc)
-        await self._recover()
+        await self.restart.recover()
         if self.settings.webhook_url is not None:
             app.add_handler(TypeHandler(Update, self._on_webhook_update), group=-1)
             await app.start()
@@ -264,104 +263,6 @@ class BotApp:
         if isinstance(update, Update) and self.intake is not None:
             await self.intake.receive(update)
         raise ApplicationHandlerStop
-
-    # -- restart -------------------------------------------------------------------------------------
-
-    async def _recover(self) -> None:
-        """Report runs a dead process left (Resume / Dismiss), handle stored-but-unstarted updates, report cut ones."""
-        s = self.services
-        assert s is not None and self.intake is not None and self.sessions is not None
-        # (chat, instruction) a card reports (a run, or waiting behind it) or the queue still holds.
-        reported: set[tuple[int, str]] = set()
-        for run in await s.state.interrupted_runs():
-            waiting = await s.state.held(run.chat_id)
-            reported |= {(run.chat_id, run.instruction)} | {(run.chat_id, q.text) for q in waiting}
-            await self._report_run(run, len(waiting))
-        # Left in the queue of a chat whose run had ended (the process died between two): never started.
-        queued_in = await s.state.chats_with_queued()
-        for chat_id in queued_in:
-            reported |= {(chat_id, q.text) for q in await s.state.queued(chat_id)}
-        for stored in await s.state.pending_updates():
-            await self._recover_update(stored, reported)
-        for chat_id in queued_in:
-            owner = chat_id if chat_id in s.settings.allowed_users else min(s.settings.allowed_users)
-            await self.sessions.run_queued(chat_id, owner)
-        # Old update ids must not swallow new ones (Telegram restarts ids after a quiet week), and spent
-        # buttons need not linger.
-        await s.state.prune_updates()
-        await s.state.prune_callbacks()
-
-    async def _report_run(self, run: Run, waiting: int) -> None:
-        s = self.services
-        assert s is not None
-        owner = run.chat_id if run.chat_id in s.settings.allowed_users else min(s.settings.allowed_users)
-        ttl = s.tuning.resume_ttl_s
-        group = f"restart-{run.id}"
-        resume = await s.state.new_callback(
-            run.chat_id, owner, RESTART_ACTION, {"op": "resume", "run": run.id}, ttl, group=group
-        )
-        dismiss = await s.state.new_callback(
-            run.chat_id, owner, RESTART_ACTION, {"op": "dismiss", "run": run.id}, ttl, group=group
-        )
-        text = (
-            f"⚠️ I was restarted while working on:\n<i>{escape(run.instruction[:500])}</i>\n"
-            f"(session {escape(run.session_id[:8] or 'not started')}). Nothing has been re-run."
-        )
-        if waiting:
-            text += f"\n{waiting} more instruction(s) were waiting; Resume runs them after it."
-        try:
-            await s.sender.send(run.chat_id, text, buttons=[[("▶️ Resume", resume), ("✖️ Dismiss", dismiss)]])
-        except TelegramError as exc:
-            logger.warning("could not report the interrupted run %s: %s", run.id, exc)
-
-    async def _recover_update(self, stored: StoredUpdate, reported: set[tuple[int, str]]) -> None:
-        s = self.services
-        assert s is not None and self.intake is not None
-        if stored.user_id is not None and not is_allowed(s.settings, stored.user_id):
-            await s.state.mark_update(stored.update_id, "failed")  # removed from the allowlist meanwhile
-            return
-        if stored.status == "received":
-            update = Update.de_json(stored.payload, self.application.bot)
-            self.intake.dispatch(update, stored.chat_id)
-            return
-        await s.state.mark_update(stored.update_id, "interrupted")
-        if stored.chat_id is None:
-            return
-        message = stored.payload.get("message") or {}
-        instruction = quote_forwarded(message)
-        if (stored.chat_id, instruction) in reported:
-            return  # cut after it was queued or started: a card above reports it, and its Resume runs it
-        if await self._report_as_run(stored.chat_id, message, instruction):
-            return
-        what = str(message.get("text") or message.get("caption") or _kind_of(message))
-        try:
-            await s.sender.send(
-                stored.chat_id,
-                f"⚠️ I stopped while handling {what[:300]!r}; it was not finished and is not re-run. "
-                "Send it again if you still want it.",
-                html_text=False,
-            )
-        except TelegramError as exc:
-            logger.warning("could not report the cut update %s: %s", stored.update_id, exc)
-
-    async def _report_as_run(self, chat_id: int, message: dict[str, Any], instruction: str) -> bool:
-        """A text instruction cut before it was queued or run: reported as a cut run, so Resume runs it once.
-        Commands, voice, files and replies (a correction, perhaps) are only reported."""
-        s = self.services
-        assert s is not None
-        plain = message.get("text") and not message.get("reply_to_message") and not str(message["text"]).startswith("/")
-        if not plain or (await s.state.chat(chat_id)).pending_correction:
-            return False
-        project = await s.project_of(chat_id)
-        try:
-            run_id = await s.state.start_run(chat_id, instruction, "", project.name)
-        except ChatBusyError:  # a stored update dispatched above already runs in this chat
-            return False
-        await s.state.finish_run(run_id, "interrupted")
-        run = await s.state.get_run(run_id)
-        if run is not None:
-            await self._report_run(run, 0)
-        return run is not None
 
     # -- routing -------------------------------------------------------------------------------------
 
@@ -463,25 +364,10 @@ class BotApp:
                 callback.chat_id, callback.user_id, op, str(callback.payload.get("text", ""))
             )
         elif callback.action == RESTART_ACTION:
-            run_id = int(callback.payload.get("run", 0))
-            if op == "resume":
-                toast = await self.sessions.resume(callback.chat_id, callback.user_id, run_id)
-            else:
-                toast = await self.sessions.dismiss(callback.chat_id, run_id)
-            if message_id is not None:
-                with contextlib.suppress(TelegramError):
-                    await s.sender.bot.edit_message_reply_markup(callback.chat_id, message_id, reply_markup=None)
+            toast = await self.restart.on_callback(callback, message_id)
         else:
             toast = "Unknown button."
         return toast
-
-
-def _kind_of(message: dict[str, Any]) -> str:
-    """How a stored message without text is named in a report ("a voice note", "a photo" …)."""
-    for key, name in (("voice", "a voice note"), ("photo", "a photo"), ("document", "a file")):
-        if message.get(key):
-            return name
-    return "an update"
 
 
 async def run_bot(settings: BotSettings, relay: RelaySettings, *, tuning: Tuning | None = None) -> None:
