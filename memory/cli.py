@@ -283,24 +283,7 @@ async def list_cmd(eywa: Any, limit: int, project: str | None, as_json: bool) ->
     """Recent handoffs, newest first; dates in the configured timezone (MACUPOS_TIMEZONE)."""
     rows = await eywa.list_handoffs(limit=limit, project=project)
     if as_json:
-        click.echo(
-            json.dumps(
-                [
-                    {
-                        "session_id": r.session_id,
-                        "date": r.date,
-                        "headline": r.headline,
-                        "projects": list(r.projects),
-                        "keywords": list(r.keywords),
-                        "substance": r.substance,
-                        "kind": str(r.kind),
-                        "source": r.source,
-                    }
-                    for r in rows
-                ],
-                indent=2,
-            )
-        )
+        click.echo(json.dumps([r.listing() for r in rows], indent=2))
         return
     local = zone(eywa.settings.timezone)
     for r in rows:

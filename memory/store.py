@@ -98,6 +98,19 @@ class HandoffRow:
     source: str
     review: str
 
+    def listing(self) -> dict[str, Any]:
+        """The handoff as a list shows it (`macupos memory list --json`, the service's `/v1/handoffs`)."""
+        return {
+            "session_id": self.session_id,
+            "date": self.date,
+            "headline": self.headline,
+            "projects": list(self.projects),
+            "keywords": list(self.keywords),
+            "substance": self.substance,
+            "kind": str(self.kind),
+            "source": self.source,
+        }
+
 
 async def get_source(conn: aiosqlite.Connection, path: str) -> SourceRow | None:
     async with conn.execute(

@@ -6,7 +6,6 @@ import base64
 import binascii
 import json
 from dataclasses import asdict
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -26,20 +25,6 @@ __all__ = [
 ]
 
 MARKDOWN = "text/markdown; charset=utf-8"
-
-
-def handoff_json(r: HandoffRow) -> dict[str, Any]:
-    """One handoff of the list, as `macupos memory list --json` prints it."""
-    return {
-        "session_id": r.session_id,
-        "date": r.date,
-        "headline": r.headline,
-        "projects": list(r.projects),
-        "keywords": list(r.keywords),
-        "substance": r.substance,
-        "kind": str(r.kind),
-        "source": r.source,
-    }
 
 
 @endpoint("/v1/get")
@@ -114,7 +99,7 @@ async def handoffs_route(request: Request, call: Call) -> Response:
     more = len(rows) > page
     rows = rows[:page]
     return JSONResponse(
-        {"handoffs": [handoff_json(r) for r in rows], "next_cursor": _cursor(rows[-1]) if more and rows else None}
+        {"handoffs": [r.listing() for r in rows], "next_cursor": _cursor(rows[-1]) if more and rows else None}
     )
 
 
