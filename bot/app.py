@@ -148,7 +148,7 @@ class BotApp:
         self.commands = Commands(services, self.sessions, self.spoken)
         self.voice = VoiceFlow(services, self.sessions, VoiceAnswers(services, self.approvals, self.press))
         self.attachments = Attachments(services, self.sessions)
-        self.session_list = SessionList(services, self.sessions.continue_session)
+        self.session_list = SessionList(services, self.commands.controls.continue_session)
         self.intake = Intake(services, self.route, route_album=self.route_album)
         self.restart = Restart(services, self.intake, self.sessions)
         await ProjectMemory(services).sync()  # memory and the hooks learn which projects are private

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from telegram import BotCommand
 
+from bot.chat_controls import ChatControls
 from bot.memory_pages import MemoryPages
 from bot.progress import escape, format_usage
 from bot.project_memory import ProjectMemory
@@ -66,6 +67,7 @@ class Commands:
     def __init__(self, services: Services, sessions: SessionManager, spoken: SpokenReplies | None = None) -> None:
         self.services = services
         self.sessions = sessions
+        self.controls = ChatControls(services, sessions)
         self.spoken = spoken
 
     async def handle(self, name: str, args: str, chat_id: int, user_id: int) -> None:
@@ -87,7 +89,7 @@ class Commands:
             await s.sender.send(chat_id, await self.spoken.command(chat_id, args), html_text=False)
             return
         if name == "sessions":  # its Continue buttons are the presser's: it needs the user
-            await SessionList(s, self.sessions.continue_session).show(chat_id, user_id)
+            await SessionList(s, self.controls.continue_session).show(chat_id, user_id)
             return
         reply = await self._reply(name, args.strip(), chat_id)
         if reply is not None:
@@ -95,7 +97,7 @@ class Commands:
 
     async def _reply(self, name: str, args: str, chat_id: int) -> str | None:
         """HTML reply text, or None when the command sent its own messages."""
-        sm = self.sessions
+        sm = self.controls
         match name:
             case "start" | "help":
                 return escape(HELP)

@@ -131,15 +131,41 @@ class Restart:
         """The card's Resume or Dismiss, tapped (or said): the card loses its buttons either way."""
         run_id = int(callback.payload.get("run", 0))
         if callback.payload.get("op") == "resume":
-            toast = await self.sessions.resume(callback.chat_id, callback.user_id, run_id)
+            toast = await self._resume(callback.chat_id, callback.user_id, run_id)
         else:
-            toast = await self.sessions.dismiss(callback.chat_id, run_id)
+            toast = await self._dismiss(callback.chat_id, run_id)
         if message_id is not None:
             with contextlib.suppress(TelegramError):
                 await self.services.sender.bot.edit_message_reply_markup(
                     callback.chat_id, message_id, reply_markup=None
                 )
         return toast
+
+    async def _resume(self, chat_id: int, user_id: int, run_id: int) -> str:
+        """The owner pressed Resume on an interrupted run: continue its session with a note, then the queue."""
+        s = self.services
+        run = await s.state.get_run(run_id)
+        if run is None or run.status != "interrupted":
+            return "That run was already handled."
+        await s.state.finish_run(run_id, "resumed")
+        await s.state.release_held(chat_id, "queued")
+        if run.session_id:
+            await s.state.set_session(chat_id, run.session_id)
+        note = (
+            "The bot was restarted while you were working on my instruction below. Check what was already done, "
+            f"then continue where you left off.\n\n{run.instruction}"
+        )
+        await self.sessions.submit(chat_id, user_id, note, "resume")
+        return "Resuming."
+
+    async def _dismiss(self, chat_id: int, run_id: int) -> str:
+        s = self.services
+        run = await s.state.get_run(run_id)
+        if run is None or run.status != "interrupted":
+            return "That run was already handled."
+        await s.state.finish_run(run_id, "dismissed")
+        await s.state.release_held(chat_id, "cancelled")
+        return "Dismissed."
 
 
 def _kind_of(message: dict[str, Any]) -> str:

@@ -1,4 +1,5 @@
-"""One Claude Code session per chat: start, continue, queue follow-ups, stop, switch project, resume after a restart.
+"""One Claude Code session per chat: start, continue, queue follow-ups, end; the chat's commands on it are
+bot.chat_controls, a restart's Resume is bot.restart.
 
 A chat has at most one worker (a task running instructions one after another) and at most one live
 session (the CLI process, kept for ``session_idle_s`` after the last instruction so a follow-up skips the
@@ -29,7 +30,6 @@ from bot.services import Services
 from bot.session_list import handoff_of, stand_in_line
 from bot.settings import Project
 from bot.speech_reply import SpokenReplies
-from bot.telegram_format import brief
 from relay.errors import LoginError, RelayError, SessionNotFoundError
 from relay.events import (
     HandoffReady,
@@ -45,7 +45,7 @@ from relay.session import ClaudeSession
 from relay.stages import stage_configs
 from relay.user_message import load_images
 
-__all__ = ["ChatSession", "SessionManager", "Task"]
+__all__ = ["ChatSession", "SessionManager", "Task", "brief_title"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +82,8 @@ class ChatSession:
         return self.worker is not None and not self.worker.done()
 
 
-def _title(text: str) -> str:
+def brief_title(text: str) -> str:
+    """An instruction in one line of at most 60 characters (a progress card's title, a /status line)."""
     one = " ".join(text.split())
     return one if len(one) <= 60 else one[:59] + "…"
 
@@ -194,7 +195,7 @@ class SessionManager:
             )
             return
         t = s.tuning
-        title = "Research → Plan → Audit" if task.source == "rpa" else _title(task.text)
+        title = "Research → Plan → Audit" if task.source == "rpa" else brief_title(task.text)
         progress = Progress(
             s.sender, chat_id, title, min_edit_interval_s=t.min_edit_interval_s, heartbeat_s=t.heartbeat_s
         )
@@ -297,7 +298,7 @@ class SessionManager:
         if c.live is not None and c.project == project.name:
             return c.live
         if c.live is not None:
-            await self._close_live(c)
+            await self.close_live(c)
         s = self.services
 
         async def on_event(event: RelayEvent) -> None:
@@ -372,11 +373,11 @@ class SessionManager:
             async with c.lock:
                 if c.busy:
                     return
-            await self._close_live(c)
+            await self.close_live(c)
 
         c.idle = asyncio.create_task(later(), name=f"idle-{c.chat_id}")
 
-    async def _close_live(self, c: ChatSession) -> None:
+    async def close_live(self, c: ChatSession) -> None:
         """End the live session: the relay ingests it and emits HandoffReady (posted for review)."""
         session, c.live = c.live, None
         if session is None:
@@ -390,124 +391,6 @@ class SessionManager:
 
         c.closing = asyncio.create_task(close(), name=f"close-{c.chat_id}")
         await asyncio.shield(c.closing)
-
-    # -- commands ------------------------------------------------------------------------------------
-
-    async def stop(self, chat_id: int) -> str:
-        s = self.services
-        c = self.chat(chat_id)
-        cancelled = 0
-        async with c.lock:
-            for q in await s.state.queued(chat_id):
-                await s.state.mark_queued(q.id, "cancelled")
-                cancelled += 1
-            if not c.busy:
-                return "Nothing is running." + (f" Cancelled {cancelled} waiting." if cancelled else "")
-            c.stopping = True
-        interrupted = c.live is not None and await c.live.interrupt()
-        if not interrupted and c.worker is not None:
-            c.worker.cancel()  # nothing to interrupt politely (RPA, or the CLI still starting)
-            with contextlib.suppress(asyncio.CancelledError):
-                await c.worker
-            c.worker = None
-            run = await s.state.running(chat_id)
-            if run is not None:
-                await s.state.finish_run(run.id, "stopped")
-            if c.queue_id is not None:  # stopped before its run was recorded: not to be run at the next start
-                await s.state.mark_queued(c.queue_id, "cancelled")
-            if c.live is not None:
-                await self._close_live(c)
-        extra = f" Cancelled {cancelled} waiting instruction(s)." if cancelled else ""
-        return "⏹ Stopped." + extra
-
-    async def continue_session(self, chat_id: int, session_id: str, project: str) -> str:
-        """Make ``session_id`` (of ``project``) the one the chat's next instruction continues."""
-        s = self.services
-        c = self.chat(chat_id)
-        if (await s.project_of(chat_id)).name != project:
-            return "That list was for another project; send /sessions again."
-        if c.busy:
-            return "A session is running: /stop it first, or wait for it to finish."
-        if c.idle is not None:
-            c.idle.cancel()
-            c.idle = None
-        if c.live is not None and c.live.session_id != session_id:
-            await self._close_live(c)
-        await s.state.set_session(chat_id, session_id)
-        return f"▶️ The next instruction continues session {session_id[:8]}."
-
-    async def new(self, chat_id: int) -> str:
-        c = self.chat(chat_id)
-        if c.busy:
-            return "A session is running: /stop it first, or wait for it to finish."
-        if c.idle is not None:
-            c.idle.cancel()
-            c.idle = None
-        await self._close_live(c)
-        await self.services.state.set_session(chat_id, None)
-        return "🆕 The next instruction starts a fresh session, grounded in memory."
-
-    async def switch_project(self, chat_id: int, name: str) -> str:
-        s = self.services
-        if not name.strip():
-            current = await s.project_of(chat_id)
-            names = ", ".join(p.name for p in s.settings.projects)
-            return f"Project: {current.name} ({current.path}). Available: {names}. Use /project NAME."
-        project = s.settings.project(name)
-        if project is None:
-            names = ", ".join(p.name for p in s.settings.projects)
-            return f"No project called {brief(name)!r}. Available: {names}."
-        c = self.chat(chat_id)
-        if c.busy:
-            return "A session is running: /stop it first, or wait for it to finish."
-        await self._close_live(c)
-        await s.state.set_project(chat_id, project.name)
-        return f"📁 Project {project.name} ({project.path}); the next instruction starts a new session there."
-
-    async def status(self, chat_id: int) -> str:
-        s = self.services
-        c = self.chat(chat_id)
-        chat = await s.state.chat(chat_id)
-        project = await s.project_of(chat_id)
-        lines = [f"📁 Project: {project.name} ({project.path})"]
-        lines.append(f"🧵 Session: {chat.session_id[:8] if chat.session_id else 'none (next instruction starts one)'}")
-        if c.busy:
-            lines.append(f"⏳ Running for {time.monotonic() - c.started:.0f} s: {_title(c.instruction)}")
-        elif c.live is not None:
-            lines.append("💤 Live session idle, waiting for a follow-up.")
-        else:
-            lines.append("Nothing is running.")
-        waiting = await s.state.queued(chat_id)
-        if waiting:
-            lines.append(f"📥 Waiting ({len(waiting)}):")
-            lines += [f"  {n}. {_title(q.text)}" for n, q in enumerate(waiting, 1)]
-        return "\n".join(lines)
-
-    async def resume(self, chat_id: int, user_id: int, run_id: int) -> str:
-        """The owner pressed Resume on an interrupted run: continue its session with a note, then the queue."""
-        s = self.services
-        run = await s.state.get_run(run_id)
-        if run is None or run.status != "interrupted":
-            return "That run was already handled."
-        await s.state.finish_run(run_id, "resumed")
-        await s.state.release_held(chat_id, "queued")
-        if run.session_id:
-            await s.state.set_session(chat_id, run.session_id)
-        note = (
-            "The bot was restarted while you were working on my instruction below. Check what was already done, "
-            f"then continue where you left off.\n\n{run.instruction}"
-        )
-        await self.submit(chat_id, user_id, note, "resume")
-        return "Resuming."
-
-    async def dismiss(self, chat_id: int, run_id: int) -> str:
-        s = self.services
-        run = await s.state.get_run(run_id)
-        if run is None or run.status != "interrupted":
-            return "That run was already handled."
-        await s.state.finish_run(run_id, "dismissed")
-        await s.state.release_held(chat_id, "cancelled")
-        return "Dismissed."
 
     async def shutdown(self, grace_s: float = 10.0) -> None:
         """Interrupt running turns, let workers wind down (their runs stay recorded as running, so the next
@@ -532,4 +415,4 @@ class SessionManager:
             if c.closing is not None:
                 with contextlib.suppress(asyncio.CancelledError):
                     await c.closing
-            await self._close_live(c)
+            await self.close_live(c)
