@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 SESSIONS_ACTION = "sessions"
 MAX_LISTED = 8
 _BUTTON_TTL_S = 86400.0
-# SessionManager.continue_session: (chat, session id, project name) → the line to say.
+# ChatControls.continue_session: (chat, session id, project name) → the line to say.
 Continue = Callable[[int, str, str], Awaitable[str]]
 
 

@@ -75,7 +75,7 @@ async def ingest_cmd(
     and Codex's sessions folder ($CODEX_HOME/sessions, default ~/.codex/sessions).
 
     The summary names lines skipped (for a grown file, only its new ones) and any session id found in two
-    files (the last file read wins).
+    files (the copy that goes further wins: its last entry later, then more entries).
     """
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 

@@ -19,8 +19,9 @@ class Vocabulary:
 
     Extraction writes handoffs and postings, never content, so within one ``extract_pending`` run the session
     count and each term's document frequency stay put: a term looked up for one session is not looked up
-    again for the next. (fts5vocab counts a term's documents by walking its whole doclist, so the lookups of
-    common words, repeated per session, made a bulk ingest quadratic.)
+    again for the next (extractions running side by side may each look up a term neither has yet).
+    (fts5vocab counts a term's documents by walking its whole doclist, so the lookups of common words,
+    repeated per session, made a bulk ingest quadratic.)
     """
 
     n: int | None = None

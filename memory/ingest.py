@@ -235,20 +235,19 @@ async def _ingest_file(
             if existing is None:
                 report.count_session(t.session_id, "new")
             else:
-                other = existing.source_path
-                held = None
-                if other != t.source_path:
-                    held = await asyncio.to_thread(_another_file, Path(other), src.path)
-                if held is not None and Path(held) > Path(key) and t.session_id in await _sessions_of(conn, held):
-                    # The file that sorts last keeps the session, whichever of the two a run reads last: a run
-                    # killed between them, or one that re-reads only this file, then changes nothing.
+                rival = await _rival(conn, existing, t, src.path)
+                if rival is not None and _reach(existing.ended_at, existing.n_entries, rival) > _reach(
+                    t.ended_at, len(t.entries), key
+                ):
+                    # The copy that goes further keeps the session, whichever file a run reads last: a run
+                    # stopped between the two, or one that re-reads only this file, then changes nothing.
                     report.count_session(t.session_id, "unchanged")
-                    report.clashes.append((t.session_id, other, t.source_path))
+                    report.clashes.append((t.session_id, existing.source_path, t.source_path))
                     continue
                 report.count_session(t.session_id, "updated")
-                if held is not None:
-                    logger.info("session %s is in %s and in %s; keeping the latter", t.session_id, other, src.path)
-                    report.clashes.append((t.session_id, t.source_path, other))
+                if rival is not None:
+                    logger.info("session %s is in %s and in %s; keeping the latter", t.session_id, rival, key)
+                    report.clashes.append((t.session_id, t.source_path, existing.source_path))
             await store.put_session(
                 conn, t, markdown=markdown, content_sha=content_sha, duration_min=session_duration_min(t)
             )
@@ -273,7 +272,21 @@ def _another_file(other: Path, this: Path) -> str | None:
         return None
 
 
-async def _sessions_of(conn: aiosqlite.Connection, key: str) -> tuple[str, ...]:
-    """The sessions the file stored under ``key`` held when it was last read (none if it never was)."""
-    row = await store.get_source(conn, key)
-    return row.session_ids if row is not None else ()
+async def _rival(conn: aiosqlite.Connection, existing: store.SessionRow, t: Transcript, this: Path) -> str | None:
+    """The other file whose copy of ``t``'s session is the stored one, if it still exists and still holds the
+    session (as of its last read); its key in `sources`."""
+    if existing.source_path == t.source_path:
+        return None
+    held = await asyncio.to_thread(_another_file, Path(existing.source_path), this)
+    if held is None:
+        return None
+    row = await store.get_source(conn, held)
+    return held if row is not None and t.session_id in row.session_ids else None
+
+
+def _reach(ended_at: str, entries: int, path: str) -> tuple[float, int, str]:
+    """How far a copy of a session goes: its last entry later, then more entries, then the path sorting last.
+
+    Of two copies the one that goes further is kept. A live transcript beside a stale copy of it (a backup)
+    keeps growing past it; the order makes the outcome the same whichever file a run reads last."""
+    return (store.handoff_ts(ended_at) if ended_at else 0.0, entries, path)

@@ -106,7 +106,8 @@ def discover(paths: Sequence[Path], *, claude_projects_dir: Path, codex_sessions
     """
     result = DiscoveryResult()
     explicit = bool(paths)
-    roots = list(paths) if explicit else [claude_projects_dir, codex_sessions_dir]
+    # Absolute: a session's stored source path must lead to its file from any working directory.
+    roots = [p.absolute() for p in paths] if explicit else [claude_projects_dir, codex_sessions_dir]
     found: dict[Path, SourceFile] = {}
     seen_dirs: set[tuple[int, int]] = set()
     for root in roots:

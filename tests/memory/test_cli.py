@@ -50,7 +50,7 @@ def test_ingest_then_get_show_list_stats(home: Path, transcripts: Path) -> None:
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
     assert summary["sessions_new"] >= 15 and summary["lines_skipped"]
-    # Two fixtures hold a session with id "s1": the last file read wins, and the run says so.
+    # Two fixtures hold a session with id "s1": the copy that goes further wins, and the run says so.
     assert [c["session_id"] for c in summary["session_id_clashes"]] == ["s1"]
 
     r = macupos(home, "list", "--json", "--limit", "100")

@@ -426,32 +426,47 @@ async def _handoffs(eywa: Eywa) -> dict[str, str]:
         return {str(sid): str(md) async for sid, md in cur}
 
 
-async def test_a_session_in_two_files_stays_with_the_one_that_sorts_last_whatever_is_read_again(
+async def test_a_session_in_two_files_stays_with_the_copy_that_goes_further_whatever_is_read_again(
     settings: MemorySettings, tmp_path: Path
 ) -> None:
-    # A run stopped between the two files, or one that re-reads only the first, must not hand the session
-    # to the first: the next plain run skips both files as unchanged and would never take it back.
+    # A run stopped between the two files, or one that re-reads only one of them, must not hand the session
+    # to the other copy: the next plain run skips both files as unchanged and would never take it back.
     folder = tmp_path / "twins"
     folder.mkdir()
-    for name in ("a", "b"):
-        line = {
-            "type": "user",
-            "uuid": "u1",
-            "sessionId": "twin",
-            "timestamp": "2026-02-03T00:00:00Z",
-            "message": {"role": "user", "content": f"copy {name} of the session about the narwhal"},
-        }
-        (folder / f"{name}.jsonl").write_text(json.dumps(line) + "\n")
-    first, second = folder / "a.jsonl", folder / "b.jsonl"
+
+    def line(n: int, text: str) -> str:
+        stamp = f"2026-02-03T00:0{n}:00Z"
+        msg = {"role": "user", "content": text}
+        return json.dumps({"type": "user", "uuid": f"u{n}", "sessionId": "twin", "timestamp": stamp, "message": msg})
+
+    live, stale = folder / "a-live.jsonl", folder / "b-copy.jsonl"  # the stale copy sorts last
+    stale.write_text(line(1, "the narwhal session, first message") + "\n")
+    live.write_text(stale.read_text() + line(2, "and a later message about the walrus") + "\n")
     async with await Eywa.open(settings) as eywa:
         await eywa.ingest([folder], use_llm=False)
         kept = (await eywa.show("twin")).session
-        again = await eywa.ingest([first], use_llm=False, force=True)
+        again = await eywa.ingest([stale], use_llm=False, force=True)
         after = (await eywa.show("twin")).session
-        second.unlink()  # with the other copy gone, this one is the session's
-        alone = await eywa.ingest([first], use_llm=False, force=True)
+        with live.open("a") as fh:  # the live copy grows; a plain run reads only it
+            fh.write(line(3, "a third message about the dugong") + "\n")
+        grown = await eywa.ingest([folder], use_llm=False)
+        now = (await eywa.show("twin")).session
+        live.unlink()  # with the further copy gone, the other one is the session's when it is read again
+        alone = await eywa.ingest([stale], use_llm=False, force=True)
         last = (await eywa.show("twin")).session
-    assert kept is not None and "copy b" in kept.markdown
-    assert after is not None and after.markdown == kept.markdown and after.source_path == kept.source_path
-    assert again.clashes == [("twin", str(second), str(first))] and again.sessions_unchanged == 1
-    assert last is not None and "copy a" in last.markdown and alone.sessions_updated == 1 and not alone.clashes
+    assert kept is not None and "walrus" in kept.markdown and kept.source_path == str(live)
+    assert after is not None and after.markdown == kept.markdown and after.source_path == str(live)
+    assert again.clashes == [("twin", str(live), str(stale))] and again.sessions_unchanged == 1
+    assert now is not None and "dugong" in now.markdown and grown.sessions_updated == 1
+    assert last is not None and "walrus" not in last.markdown and alone.sessions_updated == 1 and not alone.clashes
+
+
+async def test_a_relative_path_is_stored_as_one_that_leads_to_the_file_from_anywhere(
+    settings: MemorySettings, transcripts: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(transcripts.parent)
+    async with await Eywa.open(settings) as eywa:
+        await eywa.ingest([Path(transcripts.name) / "simonw"], use_llm=False)
+        view = await eywa.show("test-session-id")
+    assert view.session is not None and Path(view.session.source_path).is_absolute()
+    assert Path(view.session.source_path).is_file()
