@@ -23,6 +23,7 @@ from telegram.request import HTTPXRequest
 from bot.approvals import APPROVE_ACTION, Approvals
 from bot.attachments import Attachments
 from bot.auth import forward_origin_name, quote_forwarded
+from bot.chat_controls import ChatControls
 from bot.commands import Commands, bot_commands
 from bot.intake import ALLOWED_UPDATES, Intake
 from bot.progress import Sender
@@ -145,10 +146,11 @@ class BotApp:
         self.approvals = Approvals(services)
         self.reviews = Reviews(services)
         self.sessions = SessionManager(services, self.approvals, self.reviews, RpaRunner(services), spoken=self.spoken)
-        self.commands = Commands(services, self.sessions, self.spoken)
+        self.controls = ChatControls(services, self.sessions)
+        self.commands = Commands(services, self.sessions, self.controls, self.spoken)
         self.voice = VoiceFlow(services, self.sessions, VoiceAnswers(services, self.approvals, self.press))
         self.attachments = Attachments(services, self.sessions)
-        self.session_list = SessionList(services, self.commands.controls.continue_session)
+        self.session_list = SessionList(services, self.controls.continue_session)
         self.intake = Intake(services, self.route, route_album=self.route_album)
         self.restart = Restart(services, self.intake, self.sessions)
         await ProjectMemory(services).sync()  # memory and the hooks learn which projects are private

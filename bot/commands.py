@@ -64,10 +64,16 @@ def bot_commands() -> list[BotCommand]:
 
 
 class Commands:
-    def __init__(self, services: Services, sessions: SessionManager, spoken: SpokenReplies | None = None) -> None:
+    def __init__(
+        self,
+        services: Services,
+        sessions: SessionManager,
+        controls: ChatControls,
+        spoken: SpokenReplies | None = None,
+    ) -> None:
         self.services = services
         self.sessions = sessions
-        self.controls = ChatControls(services, sessions)
+        self.controls = controls
         self.spoken = spoken
 
     async def handle(self, name: str, args: str, chat_id: int, user_id: int) -> None:

@@ -27,6 +27,7 @@ __all__ = ["RESTART_ACTION", "Restart"]
 logger = logging.getLogger(__name__)
 
 RESTART_ACTION = "restart"
+_HANDLED = "That run was already handled."
 
 
 class Restart:
@@ -51,16 +52,20 @@ class Restart:
         for stored in await s.state.pending_updates():
             await self._recover_update(stored, reported)
         for chat_id in queued_in:
-            owner = chat_id if chat_id in s.settings.allowed_users else min(s.settings.allowed_users)
-            await self.sessions.run_queued(chat_id, owner)
+            await self.sessions.run_queued(chat_id, self._owner(chat_id))
         # Old update ids must not swallow new ones (Telegram restarts ids after a quiet week), and spent
         # buttons need not linger.
         await s.state.prune_updates()
         await s.state.prune_callbacks()
 
+    def _owner(self, chat_id: int) -> int:
+        """Who acts for a chat: the user of a private chat, else the first allowed user."""
+        allowed = self.services.settings.allowed_users
+        return chat_id if chat_id in allowed else min(allowed)
+
     async def _report_run(self, run: Run, waiting: int) -> None:
         s = self.services
-        owner = run.chat_id if run.chat_id in s.settings.allowed_users else min(s.settings.allowed_users)
+        owner = self._owner(run.chat_id)
         ttl = s.tuning.resume_ttl_s
         group = f"restart-{run.id}"
         resume = await s.state.new_callback(
@@ -141,12 +146,17 @@ class Restart:
                 )
         return toast
 
+    async def _still_cut(self, run_id: int) -> Run | None:
+        """The run, if it still waits for Resume or Dismiss (a card's other button may have been pressed)."""
+        run = await self.services.state.get_run(run_id)
+        return run if run is not None and run.status == "interrupted" else None
+
     async def _resume(self, chat_id: int, user_id: int, run_id: int) -> str:
         """The owner pressed Resume on an interrupted run: continue its session with a note, then the queue."""
         s = self.services
-        run = await s.state.get_run(run_id)
-        if run is None or run.status != "interrupted":
-            return "That run was already handled."
+        run = await self._still_cut(run_id)
+        if run is None:
+            return _HANDLED
         await s.state.finish_run(run_id, "resumed")
         await s.state.release_held(chat_id, "queued")
         if run.session_id:
@@ -160,9 +170,8 @@ class Restart:
 
     async def _dismiss(self, chat_id: int, run_id: int) -> str:
         s = self.services
-        run = await s.state.get_run(run_id)
-        if run is None or run.status != "interrupted":
-            return "That run was already handled."
+        if await self._still_cut(run_id) is None:
+            return _HANDLED
         await s.state.finish_run(run_id, "dismissed")
         await s.state.release_held(chat_id, "cancelled")
         return "Dismissed."

@@ -62,7 +62,8 @@ class IngestReport:
     missing: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     session_ids: list[str] = field(default_factory=list)  # sessions new or updated by this run
-    # (session id, the file whose content it now has, the other file that also holds it): the last by path wins
+    # (session id, the file whose content it now has, the other file that also holds it); the copy that goes
+    # further is kept (memory.ingest._goes_further)
     clashes: list[tuple[str, str, str]] = field(default_factory=list)
     counted: dict[str, str] = field(default_factory=dict)  # session id -> how this run counted it
     sessions_private: int = 0  # sessions of private projects, left out
@@ -236,9 +237,7 @@ async def _ingest_file(
                 report.count_session(t.session_id, "new")
             else:
                 rival = await _rival(conn, existing, t, src.path)
-                if rival is not None and _reach(existing.ended_at, existing.n_entries, rival) > _reach(
-                    t.ended_at, len(t.entries), key
-                ):
+                if rival is not None and _goes_further(existing, rival, t, key):
                     # The copy that goes further keeps the session, whichever file a run reads last: a run
                     # stopped between the two, or one that re-reads only this file, then changes nothing.
                     report.count_session(t.session_id, "unchanged")
@@ -284,9 +283,14 @@ async def _rival(conn: aiosqlite.Connection, existing: store.SessionRow, t: Tran
     return held if row is not None and t.session_id in row.session_ids else None
 
 
-def _reach(ended_at: str, entries: int, path: str) -> tuple[float, int, str]:
-    """How far a copy of a session goes: its last entry later, then more entries, then the path sorting last.
+def _goes_further(stored: store.SessionRow, stored_key: str, t: Transcript, key: str) -> bool:
+    """Whether the stored copy of a session goes further than ``t``, this file's: its last entry later, then
+    more entries, then its path sorting last.
 
-    Of two copies the one that goes further is kept. A live transcript beside a stale copy of it (a backup)
-    keeps growing past it; the order makes the outcome the same whichever file a run reads last."""
-    return (store.handoff_ts(ended_at) if ended_at else 0.0, entries, path)
+    The copy that goes further is kept. A live transcript beside a stale copy of it (a backup) keeps growing
+    past it; the order makes the outcome the same whichever file a run reads last."""
+
+    def reach(ended_at: str, entries: int, path: str) -> tuple[float, int, str]:
+        return (store.handoff_ts(ended_at), entries, path)  # undated: 0
+
+    return reach(stored.ended_at, stored.n_entries, stored_key) > reach(t.ended_at, len(t.entries), key)
