@@ -24,7 +24,10 @@ Rows:
 
 Peak RSS is the child's VmHWM (its own high-water mark; ru_maxrss would carry the parent's over); a worker
 process's peak is noted beside it. CPU is user + system seconds of the command and its worker: on this
-shared VM wall times move with other jobs' load, CPU seconds much less.
+shared VM wall times move with other jobs' load, CPU seconds much less. Before each command the bench
+times creating 1,000 small files beside its home ("a file created in N us"): on this VM's disk that cost
+moves 5x with how many files were deleted in the last minutes, and the import's mirror creates one file
+a handoff, so compare runs with like costs.
 """
 
 from __future__ import annotations
@@ -74,8 +77,22 @@ print(json.dumps({"secs": secs, "rss_mb": hwm, "worker_mb": worker, "cpu": cpu, 
 """
 
 
+def _create_cost_us(beside: Path, n: int = 1000) -> float:
+    """Microseconds to create one small file in ``folder``, just now. On an ext4 without a journal (this VM's
+    disk) a new inode skips every one freed in the last one to six minutes, one by one, so creating a file
+    costs 5x more after a mass deletion (an earlier run's cleanup); an import creates one a handoff. The
+    files are left for the bench's own cleanup: deleting them here would slow the run that follows."""
+    beside.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="probe-", dir=beside))
+    started = time.perf_counter()
+    for i in range(n):
+        (folder / f"f{i}.md").write_bytes(b"x" * 1100)
+    return 1e6 * (time.perf_counter() - started) / n
+
+
 def _run(home: Path, spec: Mapping[str, object], src: Path = ROOT) -> tuple[float, float, str]:
     """Seconds, peak RSS in MB (this process; its worker's, when larger, noted in the output) and output."""
+    probe = _create_cost_us(home.parent)
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("MACUPOS_")},
         "MACUPOS_HOME": str(home),
@@ -90,7 +107,7 @@ def _run(home: Path, spec: Mapping[str, object], src: Path = ROOT) -> tuple[floa
         raise SystemExit(f"{spec} failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
     out = str(result["out"] or done.stdout.splitlines()[0])
-    out += f"; CPU {result['cpu']:.1f} s"
+    out += f"; CPU {result['cpu']:.1f} s; a file created in {probe:.0f} us"
     if result["worker_mb"] > 1:
         out += f"; worker RSS {result['worker_mb']:.0f} MB"
     return float(result["secs"]), float(result["rss_mb"]), out

@@ -21,9 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from telegram import Bot
-from telegram.error import InvalidToken, TelegramError
-from telegram.request import HTTPXRequest
 
 from bot.migrations import MIGRATIONS as BOT_MIGRATIONS
 from bot.settings import BotSettings, ConfigError, find_dotenv
@@ -65,6 +62,11 @@ async def _telegram(settings: BotSettings, timeout_s: float) -> Check:
     name = "telegram token"
     if not settings.token:
         return _fail(name, "TELEGRAM_BOT_TOKEN is not set", _TOKEN_FIX)
+    # Here, not at the top: every `macupos` command (and each import worker) loads this module.
+    from telegram import Bot
+    from telegram.error import InvalidToken, TelegramError
+    from telegram.request import HTTPXRequest
+
     request = HTTPXRequest(connect_timeout=timeout_s, read_timeout=timeout_s, write_timeout=timeout_s)
     bot = Bot(
         settings.token,

@@ -344,6 +344,20 @@ NORMALIZE_CASES = [
         what_happened=["a  \ntrailing", "   \n", "x\n## not a section\ny", "None"],
         extra={"decisions": ["d"], "Files": ["f"], "files": ["g"], "_sections": "odd", "n": float("inf")},
     ),
+    # Every item one plain line (the body is not read again), beside what still changes on reading back:
+    # frontmatter synonyms of empty sections, bullets inside items, placeholders, a line separator.
+    Handoff(
+        session_id="s",
+        date="2025-01-01",
+        headline="  two   spaces\tand a tab  ",
+        what_happened=["- a dash", "1. numbered", "* star", "## heading-like", "# title-like"],
+        key_files=["a.py"],
+        extra={"decisions": ["from the frontmatter"], "open_loops": "one\ntwo", "title": "t"},
+    ),
+    *(
+        Handoff(session_id="s", date="2025-01-01", headline="h", insights=["plain", item])
+        for item in ("None.", "n/a", " padded ", "x\u2028y", "\x85", "a\rb", "two\nlines", "")
+    ),
 ]
 
 
@@ -364,8 +378,15 @@ _handoffs = st.builds(
     keywords=st.lists(_texts, max_size=3),
     what_happened=st.lists(_texts, max_size=3),
     insights=st.lists(_texts, max_size=2),
+    key_files=st.lists(_texts, max_size=2),
+    open_threads=st.lists(_texts, max_size=2),
     extra=st.dictionaries(
-        _texts.filter(lambda k: k.strip() and k not in ("_sections", "_preamble")), _texts, max_size=3
+        st.one_of(
+            _texts.filter(lambda k: k.strip() and k not in ("_sections", "_preamble")),
+            st.sampled_from(["decisions", "files", "open_loops", "tags", "title", "id", "project"]),
+        ),
+        st.one_of(_texts, st.lists(_texts, max_size=2)),
+        max_size=3,
     ),
 )
 
