@@ -23,12 +23,9 @@ import asyncio
 import json
 import os
 import random
-import re
 import resource
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -42,7 +39,7 @@ import psycopg
 
 from bench._synthetic import build, generate
 from bench.latency import query_mix
-from bench.service_latency import _cpu_s, _ms, remote_latency, uploads
+from bench.service_latency import _cpu_s, _ms, remote_latency, serving, uploads
 from memory.db import Database
 from service.keys import SqliteKeyStore
 from service.pg.keys import PgKeyStore
@@ -51,43 +48,15 @@ from service.pg.migrate import from_sqlite
 from tests.service.conftest import transcript_bytes
 from tests.service.pg.cluster import Cluster
 
-MACUPOS = Path(sys.executable).parent / "macupos"
 TENANT = "bench"
 
 
-def _env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "CLAUDE_", "ANTHROPIC_", "CODEX_"))}
-    return env | {"MACUPOS_HOME": str(home), "MACUPOS_MEMORY_LLM": "0"}
-
-
 @contextmanager
-def serving(home: Path, *args: str) -> Iterator[tuple[str, int]]:
+def pg_serving(home: Path, *args: str) -> Iterator[tuple[str, int]]:
+    """``macupos serve --no-web`` with ``args``, its log in ``home``; a cold start on PostgreSQL can be long."""
     home.mkdir(parents=True, exist_ok=True)
-    log = home / "serve.log"
-    with log.open("wb") as err:
-        proc = subprocess.Popen(
-            [str(MACUPOS), "serve", "--port", "0", "--rate", "0", "--no-web", *args],
-            env=_env(home),
-            stdout=err,
-            stderr=err,
-        )
-    try:
-        deadline = time.monotonic() + 300
-        while not (found := re.search(r"listening on (\S+)", log.read_text(errors="replace"))):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"macupos serve did not start:\n{log.read_text(errors='replace')}")
-            time.sleep(0.05)
-        url = found.group(1)
-        while True:
-            try:
-                httpx.get(f"{url}/healthz", timeout=5)
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        yield url, proc.pid
-    finally:
-        proc.terminate()
-        proc.wait(timeout=120)
+    with serving(home, "--no-web", *args, log=home / "serve.log", start_s=300) as started:
+        yield started
 
 
 def first_get(url: str, key: str, query: str, now: datetime) -> float:
@@ -234,7 +203,7 @@ async def one_size(
     home, emb_key, pg_key, queries, now, moved = await prepare(root, n, url)
     queries = queries[:n_queries]
     out: dict[str, Any] = {"handoffs": n, "queries": len(queries), **moved}
-    with serving(home) as (emb_url, emb_pid):
+    with pg_serving(home) as (emb_url, emb_pid):
         out["embedded_first_get_s"] = round(first_get(emb_url, emb_key, queries[0], now), 2)
         c0 = _cpu_s(emb_pid)
         out["embedded_get_ms"] = _ms(remote_latency(emb_url, emb_key, queries, now))
@@ -242,7 +211,7 @@ async def one_size(
         c0 = _cpu_s(emb_pid)
         out["embedded_rate"] = await gets_per_second([emb_url], emb_key, queries, now, seconds, conc)
         out["embedded_rate"]["server_cpu_share"] = round((_cpu_s(emb_pid) - c0) / (seconds + 2), 2)
-    with serving(root / f"pg-a-{n}", "--database", url) as (a_url, a_pid):
+    with pg_serving(root / f"pg-a-{n}", "--database", url) as (a_url, a_pid):
         out["pg_first_get_s"] = round(first_get(a_url, pg_key, queries[0], now), 2)  # builds its copy
         c0, p0 = _cpu_s(a_pid), cpu.seconds()
         out["pg_get_ms"] = _ms(remote_latency(a_url, pg_key, queries, now))
@@ -254,7 +223,7 @@ async def one_size(
         one["db_cpu_ms_per_get"] = _pg_cpu_per_k(cpu, p0, one["ok"])
         one["db_connections"] = connections(url)
         out["pg_rate_1"] = one
-        with serving(root / f"pg-b-{n}", "--database", url) as (b_url, b_pid):
+        with pg_serving(root / f"pg-b-{n}", "--database", url) as (b_url, b_pid):
             out["pg_second_first_get_s"] = round(first_get(b_url, pg_key, queries[0], now), 2)
             c0, d0, p0 = _cpu_s(a_pid), _cpu_s(b_pid), cpu.seconds()
             two = await gets_per_second([a_url, b_url], pg_key, queries, now, seconds, conc)
@@ -282,15 +251,15 @@ async def upload_runs(root: Path, url: str, n: int) -> dict[str, Any]:
     await link.close()
     (root / "files-emb").mkdir()
     (root / "files-pg").mkdir()
-    with serving(emb_home) as (emb_url, _):
+    with pg_serving(emb_home) as (emb_url, _):
         out["embedded_small"] = small_uploads([emb_url], emb_key, n, "e")
         big = uploads(emb_url, emb_key, root / "files-emb", 3)
         out["embedded_1mb_median_s"] = round(statistics.median(big["plain"] + big["gzip"]), 3)
-    with serving(root / "pg-up-a", "--database", url) as (a_url, _):
+    with pg_serving(root / "pg-up-a", "--database", url) as (a_url, _):
         out["pg_small"] = small_uploads([a_url], pg_key, n, "p")
         big = uploads(a_url, pg_key, root / "files-pg", 3)
         out["pg_1mb_median_s"] = round(statistics.median(big["plain"] + big["gzip"]), 3)
-        with serving(root / "pg-up-b", "--database", url) as (b_url, _):
+        with pg_serving(root / "pg-up-b", "--database", url) as (b_url, _):
             out["pg_small_two_processes_in_turn"] = small_uploads([a_url, b_url], pg_key, n, "q")
     return out
 

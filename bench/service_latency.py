@@ -84,29 +84,32 @@ def _cpu_s(pid: int) -> float:
 
 
 @contextmanager
-def _serving(home: Path) -> Iterator[tuple[str, int]]:
-    log = home.parent / "serve.log"
+def serving(home: Path, *args: str, log: Path, start_s: float = 60) -> Iterator[tuple[str, int]]:
+    """A real `macupos serve` (with ``args``) on a free port, its output in ``log``: (its URL, its pid) once
+    /healthz answers, within ``start_s``; stopped after."""
     with log.open("wb") as err:
         proc = subprocess.Popen(
-            [str(MACUPOS), "serve", "--port", "0", "--rate", "0"], env=_env(home), stdout=err, stderr=err
+            [str(MACUPOS), "serve", "--port", "0", "--rate", "0", *args], env=_env(home), stdout=err, stderr=err
         )
     try:
-        deadline = time.monotonic() + 60
-        while not (found := re.search(r"listening on (\S+)", log.read_text(errors="replace"))):
+        deadline = time.monotonic() + start_s
+        url = ""
+        while True:
+            if not url and (found := re.search(r"listening on (\S+)", log.read_text(errors="replace"))):
+                url = found.group(1)
+            if url:
+                try:
+                    httpx.get(f"{url}/healthz", timeout=5)
+                    break
+                except httpx.TransportError:
+                    pass
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"macupos serve did not start:\n{log.read_text(errors='replace')}")
             time.sleep(0.05)
-        url = found.group(1)
-        while True:
-            try:
-                httpx.get(f"{url}/healthz", timeout=5)
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)
         yield url, proc.pid
     finally:
         proc.terminate()
-        proc.wait(timeout=60)
+        proc.wait(timeout=120)
 
 
 def _ms(samples: list[float]) -> dict[str, float]:
@@ -317,7 +320,7 @@ async def run(root: Path, n: int, n_queries: int, seconds: float, conc: int) -> 
     local, local_cpu = await local_latency(tenant0, queries, now)
     cli = cli_latency(tenant0, queries, now, 5)
     load_before = os.getloadavg()[0]
-    with _serving(home) as (url, pid):
+    with serving(home, log=home.parent / "serve.log") as (url, pid):
         bare_cpu = healthz_cpu(url, pid)
         cpu0 = _cpu_s(pid)
         remote = remote_latency(url, keys[0], queries, now)

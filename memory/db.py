@@ -16,7 +16,7 @@ import contextlib
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -177,13 +177,9 @@ class Database:
         try:
             conn = self._read_conn
             if conn is None:
-                conn = sqlite3.connect(
-                    self.path, timeout=self._read_timeout_s, isolation_level=None, check_same_thread=False
-                )
-                self._read_conn = conn
-                conn.execute("PRAGMA query_only = ON")
                 # Index pages are read at random: map the file rather than copy each page through read().
-                conn.execute("PRAGMA mmap_size = 268435456")
+                conn = self._plain_connection(self._read_timeout_s, "query_only = ON", "mmap_size = 268435456")
+                self._read_conn = conn
             conn.execute("BEGIN")
             try:
                 return fn(conn)
@@ -202,7 +198,7 @@ class Database:
     async def _configure(self) -> None:
         conn = self.conn
         await conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
-        await self._retrying("PRAGMA journal_mode = WAL")
+        await self._retrying(lambda: self.conn.execute("PRAGMA journal_mode = WAL"))
         # NORMAL is durable in WAL mode except for the last commits on power loss, never corrupting.
         await conn.execute("PRAGMA synchronous = NORMAL")
         await conn.execute("PRAGMA foreign_keys = ON")
@@ -290,20 +286,28 @@ class Database:
                         await asyncio.wait({work})
                 raise
 
+    def _plain_connection(self, timeout_s: float, *pragmas: str) -> sqlite3.Connection:
+        """A sqlite3 connection beside aiosqlite's (autocommit: each caller opens its own transactions)."""
+        conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None, check_same_thread=False)
+        try:
+            for pragma in pragmas:
+                conn.execute(f"PRAGMA {pragma}")
+        except sqlite3.Error:
+            conn.close()
+            raise
+        return conn
+
     def _write_in_thread(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         try:
             conn = self._sync_conn
             if conn is None:
-                conn = sqlite3.connect(
-                    self.path, timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False
-                )
+                # The first three as _configure sets them on the main connection. A batch touches the same
+                # index pages again and again: evicted mid-transaction, a page is written to the WAL once
+                # more each time (with the default 2 MB cache, a 10,000-file import wrote 850 MB for a 56 MB
+                # database; docs/benchmarks.md).
+                pragmas = ("synchronous = NORMAL", "foreign_keys = ON", "temp_store = MEMORY", "cache_size = -65536")
+                conn = self._plain_connection(self._busy_timeout_s, *pragmas)
                 self._sync_conn = conn
-                for pragma in ("synchronous = NORMAL", "foreign_keys = ON", "temp_store = MEMORY"):
-                    conn.execute(f"PRAGMA {pragma}")  # as _configure sets them on the main connection
-                # A batch touches the same index pages again and again: evicted mid-transaction, a page is
-                # written to the WAL once more each time (with the default 2 MB, a 10,000-file import wrote
-                # 850 MB for a 56 MB database; docs/benchmarks.md).
-                conn.execute("PRAGMA cache_size = -65536")
             self._retrying_sync(conn, "BEGIN IMMEDIATE")
             try:
                 out = fn(conn)
@@ -324,58 +328,48 @@ class Database:
 
     def _retrying_sync(self, conn: sqlite3.Connection, sql: str) -> None:
         # As _retrying, on a worker thread: sqlite's busy handler waited already; this covers the rest.
-        started = time.monotonic()
-        delay = 0.01
+        started, delay = time.monotonic(), 0.01
         while True:
             try:
                 conn.execute(sql)
                 return
             except sqlite3.OperationalError as exc:
-                if not is_busy(exc):
-                    raise
-                waited = time.monotonic() - started
-                if waited >= self._busy_timeout_s:
-                    raise DatabaseLockedError(self.path, waited) from exc
-                time.sleep(delay)
-                delay = min(delay * 2, 0.25)
+                if self._gave_up(exc, started):
+                    raise DatabaseLockedError(self.path, time.monotonic() - started) from exc
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
 
     async def _begin_immediate(self) -> None:
-        await self._retrying("BEGIN IMMEDIATE")
-
-    async def _retrying(self, sql: str) -> None:
-        # sqlite's own busy handler already waited; this loop covers the cases it does not
-        # (a WAL checkpoint or recovery in another process), bounded by the same timeout.
-        started = time.monotonic()
-        delay = 0.01
-        while True:
-            try:
-                await self.conn.execute(sql)
-                return
-            except sqlite3.OperationalError as exc:
-                if not is_busy(exc):
-                    raise
-                waited = time.monotonic() - started
-                if waited >= self._busy_timeout_s:
-                    raise DatabaseLockedError(self.path, waited) from exc
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 0.25)
+        await self._retrying(lambda: self.conn.execute("BEGIN IMMEDIATE"))
 
     async def _commit(self) -> None:
-        started = time.monotonic()
-        delay = 0.01
+        await self._retrying(self.conn.commit, give_up=self.conn.rollback)
+
+    async def _retrying(
+        self, op: Callable[[], Awaitable[object]], *, give_up: Callable[[], Awaitable[object]] | None = None
+    ) -> None:
+        """``op``, again while the database is busy. sqlite's own busy handler already waited; this covers
+        the cases it does not (a WAL checkpoint or recovery in another process), bounded by the same timeout.
+        Past it, ``give_up`` runs and DatabaseLockedError is raised."""
+        started, delay = time.monotonic(), 0.01
         while True:
             try:
-                await self.conn.commit()
+                await op()
                 return
             except sqlite3.OperationalError as exc:
-                if not is_busy(exc):
-                    raise
-                waited = time.monotonic() - started
-                if waited >= self._busy_timeout_s:
-                    await self.conn.rollback()
-                    raise DatabaseLockedError(self.path, waited) from exc
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 0.25)
+                if self._gave_up(exc, started):
+                    if give_up is not None:
+                        await give_up()
+                    raise DatabaseLockedError(self.path, time.monotonic() - started) from exc
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
+    def _gave_up(self, exc: sqlite3.OperationalError, started: float) -> bool:
+        """Whether to stop waiting on ``exc``: True past the busy timeout; ``exc`` is raised again when it is
+        not the database being busy."""
+        if not is_busy(exc):
+            raise exc
+        return time.monotonic() - started >= self._busy_timeout_s
 
 
 def _split_sql(script: str) -> list[str]:

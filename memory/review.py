@@ -13,30 +13,22 @@ web pages (service/web) both answer here, so a handoff kept in one is no longer 
 from __future__ import annotations
 
 import asyncio
-import json
 import tempfile
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from memory.api import Eywa
 from memory.errors import HandoffFormatError, MemoryStoreError, SessionNotFoundError
 from memory.factory import Memory
 from memory.handoff_format import from_markdown, to_markdown
-from memory.models import SessionKind
-from memory.store import HandoffRow
+from memory.store import HANDOFF_COLS, HandoffRow, handoff_from_row
 
 __all__ = ["PENDING", "ReviewError", "correct", "correction_note", "count_pending", "keep", "pending"]
 
 PENDING = "pending"
 KEPT = "kept"
 MAX_CORRECTION = 4000  # characters: a correction is a note, not a second handoff
-
-_COLS = (
-    "session_id, kind, parent_id, ts, date, duration_min, substance, headline, projects, keywords, markdown,"
-    " source, review"
-)
 
 
 class ReviewError(MemoryStoreError):
@@ -92,24 +84,6 @@ async def correct(memory: Memory, session_id: str, text: str, *, scratch: Path) 
     return note
 
 
-def _row(r: Any) -> HandoffRow:
-    return HandoffRow(
-        str(r[0]),
-        SessionKind(str(r[1])),
-        str(r[2]),
-        float(r[3]),
-        str(r[4]),
-        float(r[5]),
-        int(r[6]),
-        str(r[7]),
-        tuple(json.loads(str(r[8]))),
-        tuple(json.loads(str(r[9]))),
-        str(r[10]),
-        str(r[11]),
-        str(r[12]),
-    )
-
-
 def _where(project: str | None) -> tuple[str, list[str]]:
     where = "review = 'pending' AND parent_id = ''"
     args: list[str] = []
@@ -123,9 +97,9 @@ async def pending(eywa: Eywa, *, limit: int = 20, offset: int = 0, project: str 
     """The handoffs waiting for review, newest first; subagents' and linked Codex rollouts' aside (they are
     read with their parent)."""
     where, args = _where(project)
-    sql = f"SELECT {_COLS} FROM handoffs WHERE {where} ORDER BY ts DESC, session_id LIMIT ? OFFSET ?"
+    sql = f"SELECT {HANDOFF_COLS} FROM handoffs WHERE {where} ORDER BY ts DESC, session_id LIMIT ? OFFSET ?"
     rows = await eywa.db.read(lambda conn: conn.execute(sql, (*args, limit, offset)).fetchall())
-    return [_row(r) for r in rows]
+    return [handoff_from_row(r) for r in rows]
 
 
 async def count_pending(eywa: Eywa, *, project: str | None = None) -> int:

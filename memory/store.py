@@ -16,6 +16,7 @@ from memory.timeutil import parse_iso
 from memory.tokenize import normalize_term
 
 __all__ = [
+    "HANDOFF_COLS",
     "PUT_HANDOFF_SQL",
     "HandoffRow",
     "SessionRow",
@@ -24,6 +25,7 @@ __all__ = [
     "get_handoff",
     "get_session",
     "get_source",
+    "handoff_from_row",
     "handoff_row",
     "handoff_ts",
     "is_forgotten",
@@ -240,7 +242,7 @@ async def sessions_needing_extraction(conn: aiosqlite.Connection, limit: int = 1
         return [str(r[0]) for r in await cur.fetchall()]
 
 
-_HANDOFF_COLS = (
+HANDOFF_COLS = (
     "session_id, kind, parent_id, ts, date, duration_min, substance, headline, projects, keywords,"
     " markdown, source, review"
 )
@@ -252,7 +254,7 @@ async def put_handoff(conn: aiosqlite.Connection, h: Handoff, *, markdown: str, 
 
 
 PUT_HANDOFF_SQL = (
-    f"INSERT OR REPLACE INTO handoffs({_HANDOFF_COLS}, indexed, updated_at)"
+    f"INSERT OR REPLACE INTO handoffs({HANDOFF_COLS}, indexed, updated_at)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
@@ -285,7 +287,8 @@ def put_handoff_steps(h: Handoff, *, markdown: str, review: str = "pending") -> 
     return float(row[3])
 
 
-def _handoff(row: Any) -> HandoffRow:
+def handoff_from_row(row: Any) -> HandoffRow:
+    """A ``handoffs`` row of ``SELECT {HANDOFF_COLS}`` as a :class:`HandoffRow`."""
     return HandoffRow(
         str(row[0]),
         SessionKind(str(row[1])),
@@ -304,9 +307,9 @@ def _handoff(row: Any) -> HandoffRow:
 
 
 async def get_handoff(conn: aiosqlite.Connection, session_id: str) -> HandoffRow | None:
-    async with conn.execute(f"SELECT {_HANDOFF_COLS} FROM handoffs WHERE session_id = ?", (session_id,)) as cur:
+    async with conn.execute(f"SELECT {HANDOFF_COLS} FROM handoffs WHERE session_id = ?", (session_id,)) as cur:
         row = await cur.fetchone()
-    return _handoff(row) if row else None
+    return handoff_from_row(row) if row else None
 
 
 async def list_handoffs(
@@ -333,18 +336,18 @@ async def list_handoffs(
     if after is not None:  # keyset paging: stable while rows are added before the cursor
         where.append("(ts < ? OR (ts = ? AND session_id > ?))")
         args.extend((after[0], after[0], after[1]))
-    sql = f"SELECT {_HANDOFF_COLS} FROM handoffs"
+    sql = f"SELECT {HANDOFF_COLS} FROM handoffs"
     if where:
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY ts DESC, session_id"
     if not project:
         async with conn.execute(sql + " LIMIT ?", (*args, limit)) as cur:
-            return [_handoff(r) for r in await cur.fetchall()]
+            return [handoff_from_row(r) for r in await cur.fetchall()]
     wanted = normalize_term(project)
     out: list[HandoffRow] = []
     async with conn.execute(sql, args) as cur:
         async for r in cur:
-            h = _handoff(r)
+            h = handoff_from_row(r)
             if any(normalize_term(p) == wanted for p in h.projects):
                 out.append(h)
                 if len(out) >= limit:

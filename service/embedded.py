@@ -29,10 +29,12 @@ _STALE_S = 3600.0  # spool scratch older than this is no live request's
 
 
 class EmbeddedTenant:
-    def __init__(self, name: str, settings: MemorySettings) -> None:
+    """A tenant's memory, opened on first use; ``spool_dir``: scratch for uploads and exports (``spool/``)."""
+
+    def __init__(self, name: str, settings: MemorySettings, *, spool_dir: Path | None = None) -> None:
         self.name = name
         self.settings = settings
-        self.spool_dir = settings.home / "spool"
+        self.spool_dir = settings.home / "spool" if spool_dir is None else spool_dir
         self.ingest_lock = asyncio.Lock()
         self.leases = 0
         self._open_lock = asyncio.Lock()

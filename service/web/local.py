@@ -6,14 +6,12 @@ append-only event log), as the CLI and Claude Code's hooks already do.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from memory.api import Eywa
-from memory.facts.api import FactsApi
 from memory.settings import MemorySettings
+from service.embedded import EmbeddedTenant
 from service.tenants import KeyRecord, NewKey, Scope, Tenant
 
 __all__ = ["LOCAL_TENANT", "LocalTenantStore"]
@@ -45,44 +43,11 @@ class _NoKeys:
         return None
 
 
-class _OwnerTenant:
-    def __init__(self, settings: MemorySettings) -> None:
-        self.name = LOCAL_TENANT
-        self.settings = settings
-        self.spool_dir = settings.home / "tmp" / "web"  # scratch for corrections; no uploads come here
-        self.ingest_lock = asyncio.Lock()
-        self._lock = asyncio.Lock()
-        self._eywa: Eywa | None = None
-        self._facts: FactsApi | None = None
-
-    async def eywa(self) -> Eywa:
-        async with self._lock:
-            if self._eywa is None:
-                self._eywa = await Eywa.open(self.settings)
-            return self._eywa
-
-    async def facts(self) -> FactsApi:
-        await self.eywa()
-        async with self._lock:
-            if self._facts is None:
-                self._facts = await FactsApi.from_settings(self.settings)
-            return self._facts
-
-    async def close(self) -> None:
-        facts, eywa = self._facts, self._eywa
-        self._facts = self._eywa = None
-        try:
-            if facts is not None:
-                await facts.close()
-        finally:
-            if eywa is not None:
-                await eywa.close()
-
-
 class LocalTenantStore:
     def __init__(self, settings: MemorySettings) -> None:
         self.keys = _NoKeys()
-        self._owner = _OwnerTenant(settings)
+        # Scratch for corrections (no uploads come here), beside the owner's files.
+        self._owner = EmbeddedTenant(LOCAL_TENANT, settings, spool_dir=settings.home / "tmp" / "web")
 
     @property
     def home(self) -> Path:
@@ -93,7 +58,7 @@ class LocalTenantStore:
         yield self._owner
 
     def open_count(self) -> int:
-        return 1 if self._owner._eywa is not None else 0
+        return 1 if self._owner.is_open else 0
 
     async def close(self) -> None:
         await self._owner.close()

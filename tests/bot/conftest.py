@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -59,3 +61,24 @@ def transcriber() -> Iterator[Transcriber]:
     t = Transcriber()
     yield t
     t.close()
+
+
+_T = TypeVar("_T")
+
+
+async def loop_ticks_while(work: Awaitable[_T]) -> tuple[_T, int]:
+    """``work``'s result and how many times the event loop went round meanwhile: a model that ran on the
+    loop's own thread would leave it at one or two."""
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.ensure_future(ticker())
+    try:
+        return await work, ticks
+    finally:
+        task.cancel()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import re
 import sys
@@ -22,6 +21,7 @@ from bot.progress import ptb_seconds
 from bot.speech import MAX_SPOKEN_WORDS, Speaker, SpokenNote, encode_ogg_opus, speech_available, spoken_summary
 from bot.speech_summary import NOTHING_TO_SAY
 from bot.voice import Transcriber
+from tests.bot.conftest import loop_ticks_while
 from tests.doubles.telegram import TelegramDouble
 
 # --- the summary ---------------------------------------------------------------------------------------
@@ -214,19 +214,7 @@ async def test_a_full_length_summary_fits_in_thirty_seconds(speaker: Speaker) ->
 
 
 async def test_synthesis_runs_off_the_event_loop_on_its_own_thread(speaker: Speaker) -> None:
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
-
-    task = asyncio.ensure_future(ticker())
-    try:
-        note = await speaker.synthesize("The deploy finished.")
-    finally:
-        task.cancel()
+    note, ticks = await loop_ticks_while(speaker.synthesize("The deploy finished."))
     assert note.duration_s > 0.5
     assert ticks > 10
     assert speaker.loaded

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import tempfile
 import threading
@@ -12,7 +11,7 @@ import pytest
 
 from bot.errors import BotError, VoiceError, VoiceModelError
 from bot.voice import CODING_TERMS, Transcriber, vocabulary_prompt
-from tests.bot.conftest import VoiceNote
+from tests.bot.conftest import VoiceNote, loop_ticks_while
 
 INSTRUCTION = "run the tests in eywa and fix the failing one"
 
@@ -66,19 +65,7 @@ async def test_missing_file_is_a_voice_error(transcriber: Transcriber, tmp_path:
 
 async def test_transcription_runs_off_the_event_loop(transcriber: Transcriber, voice_note: VoiceNote) -> None:
     note = voice_note(INSTRUCTION)
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
-
-    task = asyncio.ensure_future(ticker())
-    try:
-        await transcriber.transcribe(note)
-    finally:
-        task.cancel()
+    _, ticks = await loop_ticks_while(transcriber.transcribe(note))
     assert ticks > 10  # the loop kept running while the model worked
     assert transcriber.loaded
     assert any(t.name.startswith("whisper") for t in threading.enumerate())  # the model's own worker

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from memory.api import Eywa
 from memory.settings import MemorySettings
 
 # Public Claude Code sessions, kept in the repository (each folder's PROVENANCE.md says whose, under which licence).
@@ -29,3 +32,26 @@ def transcripts(tmp_path: Path) -> Path:
     dest = tmp_path / "transcripts"
     shutil.copytree(TRANSCRIPTS, dest)
     return dest
+
+
+def offline_settings(home: Path) -> MemorySettings:
+    """A memory in ``home`` (Claude's and Codex's folders inside it), its LLM off."""
+    return MemorySettings(home=home, claude_config_dir=home / "claude", codex_home=home / "codex", llm_enabled=False)
+
+
+def ingested_home(root: Path, names: Sequence[str], *, extra: dict[str, bytes] | None = None) -> Path:
+    """``root/home``: a memory that has ingested (without an LLM) the named fixture transcripts, copied to
+    ``root/src`` beside ``extra`` files (name: bytes). For module-scoped fixtures, outside any event loop."""
+    src = root / "src"
+    for name in names:
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(TRANSCRIPTS / name, src / name)
+    for name, data in (extra or {}).items():
+        (src / name).write_bytes(data)
+
+    async def ingest() -> None:
+        async with await Eywa.open(offline_settings(root / "home")) as eywa:
+            await eywa.ingest([src], use_llm=False)
+
+    asyncio.run(ingest())
+    return root / "home"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -13,21 +12,15 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.cli_env import cli_env
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def macupos(
     home: Path, *args: str, stdin: str | None = None, timeout: float = 120, extra_env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "ANTHROPIC_", "CLAUDE_"))},
-        "MACUPOS_HOME": str(home / "data"),
-        "CLAUDE_CONFIG_DIR": str(home / "claude"),
-        "CODEX_HOME": str(home / "codex"),
-        "HOME": str(home),
-        "MACUPOS_MEMORY_LLM": "0",
-        **(extra_env or {}),
-    }
+    env = cli_env(home / "data", home=home, **(extra_env or {}))
     return subprocess.run(
         [sys.executable, "-m", "bot.cli", "memory", *args],
         input=stdin,

@@ -8,7 +8,6 @@ command's first log line, when its event loop starts, to its exit); the seed is 
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import sqlite3
@@ -24,6 +23,7 @@ from typing import IO
 import pytest
 
 from relay.process import kill_marked, marked_pids
+from tests.cli_env import cli_env
 
 ROOT = Path(__file__).resolve().parents[2]
 KILLS = 20  # the count docs/decisions.md promises for each command
@@ -34,15 +34,7 @@ _TAG = "MACUPOS_TEST_RUN"  # marks every process of one run, children included, 
 
 
 def _env(home: Path, tag: str) -> dict[str, str]:
-    return {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "ANTHROPIC_", "CLAUDE_"))},
-        "MACUPOS_HOME": str(home / "data"),
-        "CLAUDE_CONFIG_DIR": str(home / "claude"),
-        "CODEX_HOME": str(home / "codex"),
-        "HOME": str(home),
-        "MACUPOS_MEMORY_LLM": "0",
-        _TAG: tag,
-    }
+    return cli_env(home / "data", home=home, **{_TAG: tag})
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,18 +21,14 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.types import CallToolResult
 
-from memory.api import Eywa
 from memory.mcp_server import build_server
 from memory.settings import MemorySettings
-from tests.fuzzing import FIXTURES, fuzz_settings, junk, shaped, texts
+from tests.fuzzing import fuzz_settings, junk, shaped, texts
+from tests.memory.conftest import ingested_home, offline_settings
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 MAIN_ID = "test-session-id"  # simonw/sample_session.jsonl
 _CALL_TIMEOUT_S = 60.0
-
-
-def _settings(home: Path) -> MemorySettings:
-    return MemorySettings(home=home, claude_config_dir=home / "claude", codex_home=home / "codex", llm_enabled=False)
 
 
 class _Server:
@@ -71,21 +66,11 @@ class _Server:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[_Server, Path]]:
     root = Path(tmp_path_factory.mktemp("mcp"))
+    names = ("simonw/sample_session.jsonl", "daaain_new/sidechain_integrated_trimmed.jsonl")
+    garbage = b"\x00\xff not json\n" + b"[" * 50_000 + b"\n"
+    ingested_home(root, names, extra={"garbage.jsonl": garbage})
     src = root / "src"
-    for name in ("simonw/sample_session.jsonl", "daaain_new/sidechain_integrated_trimmed.jsonl"):
-        (src / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(FIXTURES / "transcripts" / name, src / name)
-    (src / "garbage.jsonl").write_bytes(b"\x00\xff not json\n" + b"[" * 50_000 + b"\n")
-
-    async def ingest() -> None:
-        eywa = await Eywa.open(_settings(root / "home"))
-        try:
-            await eywa.ingest([src], use_llm=False)
-        finally:
-            await eywa.close()
-
-    asyncio.run(ingest())
-    driven = _Server(_settings(root / "home"))
+    driven = _Server(offline_settings(root / "home"))
     yield driven, src
     driven.close()
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,8 @@ from hypothesis import strategies as st
 
 from memory.api import Eywa
 from memory.cli import _answer_query_line, memory_group
-from memory.settings import MemorySettings
-from tests.fuzzing import FIXTURES, fuzz_settings, json_bytes, junk, mutated_bytes, records, shaped, texts
+from tests.fuzzing import fuzz_settings, json_bytes, junk, mutated_bytes, records, shaped, texts
+from tests.memory.conftest import ingested_home, offline_settings
 
 _STAMPS = st.sampled_from(
     ["2026-01-01T00:00:00Z", "2025-06-03", "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-23:59", "yesterday"]
@@ -54,39 +53,18 @@ query_lines = st.one_of(
 )
 
 
-def _settings(home: Path) -> MemorySettings:
-    return MemorySettings(home=home, claude_config_dir=home / "claude", codex_home=home / "codex", llm_enabled=False)
-
-
 @pytest.fixture(scope="module")
 def memory_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A memory with a few real sessions ingested and their handoffs extracted, so queries find something."""
     root = Path(tmp_path_factory.mktemp("queries"))
-    src = root / "src"
-    for name in (
-        "simonw/sample_session.jsonl",
-        "daaain_old/session_b.jsonl",
-        "episodic_memory/tiny-conversation.jsonl",
-    ):
-        dest = src / name
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(FIXTURES / "transcripts" / name, dest)
-
-    async def ingest() -> None:
-        eywa = await Eywa.open(_settings(root / "home"))
-        try:
-            await eywa.ingest([src], use_llm=False)
-        finally:
-            await eywa.close()
-
-    asyncio.run(ingest())
-    return root / "home"
+    names = ("simonw/sample_session.jsonl", "daaain_old/session_b.jsonl", "episodic_memory/tiny-conversation.jsonl")
+    return ingested_home(root, names)
 
 
 @pytest.fixture(scope="module")
 def eywa(memory_home: Path) -> Iterator[tuple[asyncio.AbstractEventLoop, Eywa]]:
     loop = asyncio.new_event_loop()
-    opened = loop.run_until_complete(Eywa.open(_settings(memory_home)))
+    opened = loop.run_until_complete(Eywa.open(offline_settings(memory_home)))
     yield loop, opened
     loop.run_until_complete(opened.close())
     loop.close()
@@ -121,7 +99,7 @@ def test_the_queries_command_answers_every_line_of_any_file(
     # 100 examples: each is a whole command run (the database opened and closed); the lines get 5,000 above.
     qfile = tmp_path / "q.jsonl"
     qfile.write_bytes("\n".join(lines).encode("utf-8", "surrogatepass"))
-    result = CliRunner().invoke(memory_group, ["get", "--queries", str(qfile)], obj=_settings(memory_home))
+    result = CliRunner().invoke(memory_group, ["get", "--queries", str(qfile)], obj=offline_settings(memory_home))
     assert result.exit_code == 0, result.output
     out = [json.loads(x) for x in result.output.splitlines()]
     answered = [n for n, line in enumerate(lines, 1) if line.strip()]

@@ -8,7 +8,6 @@ import shlex
 import signal
 import socket
 import sqlite3
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -32,24 +31,11 @@ from memory.hooks import (
     uninstall,
 )
 from memory.settings import MemorySettings
+from tests.memory.hook_run import run_hook
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 COMMAND = [PYTHON, "-m", "bot.cli"]
-
-
-def _run_hook(event: str, payload: dict[str, Any], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """The hook command as Claude Code runs it: the payload on stdin, stdout and stderr captured."""
-    return subprocess.run(
-        [*COMMAND, "memory", "hook", event],
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=60,
-        check=False,
-    )
 
 
 OTHER_START_HOOK = {"matcher": "", "hooks": [{"type": "command", "command": "echo other-tool", "timeout": 3}]}
@@ -320,7 +306,7 @@ def test_a_hook_with_a_bad_setting_fails_open_and_logs_it(tmp_path: Path, event:
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "CLAUDE_", "ANTHROPIC_"))}
     env |= {"MACUPOS_HOME": str(home), "MACUPOS_TIMEZONE": "Mars/Olympus", "CLAUDE_CONFIG_DIR": str(tmp_path / "c")}
-    proc = _run_hook(event, {"cwd": str(tmp_path), "transcript_path": str(tmp_path / "t.jsonl")}, env)
+    proc = run_hook(event, {"cwd": str(tmp_path), "transcript_path": str(tmp_path / "t.jsonl")}, env)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")  # Claude Code sees nothing wrong
     assert "not an IANA timezone" in (home / "logs" / "hooks.log").read_text()
 
@@ -391,7 +377,7 @@ def test_session_start_hook_command_end_to_end(grounded_home: tuple[MemorySettin
         "source": "startup",
     }
 
-    proc = _run_hook("session-start", payload, env)
+    proc = run_hook("session-start", payload, env)
 
     assert proc.returncode == 0, proc.stderr
     context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]

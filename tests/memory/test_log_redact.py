@@ -16,6 +16,7 @@ import pytest
 from memory.hooks import run_session_end
 from memory.log_redact import RedactingFilter, install, redact_log_text, token_literals
 from memory.settings import MemorySettings
+from tests.memory.hook_run import run_hook
 
 REPO = Path(__file__).resolve().parents[2]
 # Formats the redactor knows (the same shapes as tests/fixtures/secrets), made up for these tests.
@@ -112,16 +113,7 @@ def test_a_hook_failing_on_a_setting_that_holds_a_pasted_key_logs_it_redacted(tm
     # A key pasted into the wrong variable: the settings error quotes the value, the hooks' log must not.
     env = _env(home, MACUPOS_TIMEZONE=ANTHROPIC)
     payload = {"cwd": str(tmp_path), "transcript_path": str(tmp_path / "t.jsonl")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "memory", "hook", "session-start"],
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=60,
-        check=False,
-    )
+    proc = run_hook("session-start", payload, env)
     assert (proc.returncode, proc.stdout) == (0, "")
     log = (home / "logs" / "hooks.log").read_text()
     assert "not an IANA timezone" in log and "[REDACTED:anthropic-key]" in log and ANTHROPIC not in log

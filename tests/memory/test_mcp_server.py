@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from collections.abc import AsyncIterator
@@ -15,6 +14,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from memory.api import Eywa
 from memory.settings import MemorySettings
+from tests.cli_env import cli_env
 
 from .conftest import TRANSCRIPTS
 
@@ -26,14 +26,7 @@ SIDECHAIN_PARENT = "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358"  # daaain_new: a subag
 
 
 def _env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "CLAUDE_", "ANTHROPIC_"))}
-    return env | {
-        "MACUPOS_HOME": str(home),
-        "CLAUDE_CONFIG_DIR": str(home / "claude"),
-        "CODEX_HOME": str(home / "codex"),
-        "MACUPOS_MEMORY_LLM": "0",
-        "PYTHONPATH": str(REPO),
-    }
+    return cli_env(home, CLAUDE_CONFIG_DIR=str(home / "claude"), CODEX_HOME=str(home / "codex"))
 
 
 @pytest.fixture

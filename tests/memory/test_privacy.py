@@ -19,6 +19,7 @@ from memory.errors import SettingsError
 from memory.privacy import PRIVATE_FILE, Privacy, load_privacy, write_private_file
 from memory.settings import MemorySettings
 from tests.doubles.anthropic import AnthropicDouble
+from tests.memory.hook_run import run_hook
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET_WORD = "zanzibarquokka"  # what the private project's session talks about
@@ -179,19 +180,6 @@ def test_private_projects_come_from_the_environment_or_config_toml(tmp_path: Pat
         MemorySettings.from_env({**env, "MACUPOS_PRIVATE_PROJECTS": "relative/folder"})
 
 
-def _hook(event: str, payload: dict[str, Any], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bot.cli", "memory", "hook", event],
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_the_hooks_leave_a_private_project_alone(tmp_path: Path, folders: tuple[Path, Path]) -> None:
     secret, public = folders
     home = tmp_path / "home"
@@ -212,8 +200,8 @@ def test_the_hooks_leave_a_private_project_alone(tmp_path: Path, folders: tuple[
         [sys.executable, "-m", "bot.cli", "memory", "ingest", str(public_path)], env=env, cwd=REPO, check=True
     )
 
-    end = _hook("session-end", {"session_id": "s-sec", "transcript_path": str(secret_path), "cwd": str(secret)}, env)
-    start = _hook("session-start", {"session_id": "new", "cwd": str(secret), "source": "startup"}, env)
+    end = run_hook("session-end", {"session_id": "s-sec", "transcript_path": str(secret_path), "cwd": str(secret)}, env)
+    start = run_hook("session-start", {"session_id": "new", "cwd": str(secret), "source": "startup"}, env)
     # What SessionEnd starts elsewhere, run by hand on the private transcript: the ingest leaves it out too.
     by_hand = subprocess.run(
         [sys.executable, "-m", "bot.cli", "memory", "ingest", str(secret_path), "--json"],

@@ -20,21 +20,15 @@ from typing import Any
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from tests.cli_env import cli_env
+
 ROOT = Path(__file__).resolve().parents[2]
 EXIT_STORAGE = 3
 _CLI = [sys.executable, "-m", "bot.cli", "memory"]
 
 
 def _env(home: Path) -> dict[str, str]:
-    return {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "ANTHROPIC_", "CLAUDE_"))},
-        "MACUPOS_HOME": str(home / "data"),
-        "CLAUDE_CONFIG_DIR": str(home / "claude"),
-        "CODEX_HOME": str(home / "codex"),
-        "HOME": str(home),
-        "MACUPOS_MEMORY_LLM": "0",
-        "PYTHONPATH": str(ROOT),
-    }
+    return cli_env(home / "data", home=home)
 
 
 def macupos(home: Path, *args: str, preexec: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:

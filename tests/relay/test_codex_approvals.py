@@ -4,7 +4,7 @@ command or change files, and our ApprovalRequest / ApprovalDecision carry the qu
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -44,19 +44,6 @@ class Owner:
         if verdict == "deny":
             return ApprovalDecision.deny("the owner said no")
         return ApprovalDecision("allow_for_session" if verdict == "session" else "allow")
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
-async def engine(codex_home: dict[str, str]) -> AsyncIterator[CodexEngine]:
-    async with CodexEngine(codex_home, None) as engine:
-        yield engine
 
 
 async def test_an_approved_command_runs_past_the_sandbox_and_the_owner_sees_it(

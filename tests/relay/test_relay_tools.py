@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
 
 from relay.codex import CodexEngine, CodexTurn
@@ -36,19 +34,6 @@ class Recorder:
 
     async def turn(self, turn: CodexTurn) -> None:
         self.turns.append(turn)
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
-async def engine(codex_home: dict[str, str]) -> AsyncIterator[CodexEngine]:
-    async with CodexEngine(codex_home, None) as engine:
-        yield engine
 
 
 def claude_options(env: dict[str, str], project: Path, server: Any) -> ClaudeAgentOptions:

@@ -84,12 +84,6 @@ def settings(env: dict[str, str], eywa: Eywa) -> RelaySettings:
 
 
 @pytest.fixture
-async def engine(codex_home: dict[str, str]) -> AsyncIterator[CodexEngine]:
-    async with CodexEngine(codex_home, None) as engine:
-        yield engine
-
-
-@pytest.fixture
 def project(tmp_path: Path) -> Path:
     folder = tmp_path / "project"
     folder.mkdir()

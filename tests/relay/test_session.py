@@ -15,7 +15,6 @@ import pytest
 from aiohttp import web
 
 from memory.api import Eywa
-from memory.settings import MemorySettings
 from relay.approvals import ApprovalDecision, ApprovalRequest
 from relay.codex import CodexTurn
 from relay.errors import RelayTimeoutError, SessionError, SessionNotFoundError
@@ -33,6 +32,7 @@ from relay.ledger import Ledger
 from relay.session import ClaudeSession
 from relay.settings import RelaySettings
 from tests.doubles.anthropic import AnthropicDouble, ErrorReply, ToolUse, last_user_text
+from tests.relay.conftest import processes_with
 from tests.relay.test_ledger import apply_ledger_migration
 
 ROLLOUT = (
@@ -71,24 +71,6 @@ async def anthropic_double() -> AsyncIterator[ControlledDouble]:
     await double.stop()
 
 
-@pytest.fixture
-def env(claude_cli_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    # No retries: a scripted 500 must fail the run at once instead of backing off.
-    return {**claude_cli_env, "CLAUDE_CODE_MAX_RETRIES": "0", "MACUPOS_HOME": str(tmp_path / "mhome")}
-
-
-@pytest.fixture
-async def eywa(env: dict[str, str], tmp_path: Path) -> AsyncIterator[Eywa]:
-    settings = MemorySettings(
-        home=Path(env["MACUPOS_HOME"]),
-        claude_config_dir=Path(env["CLAUDE_CONFIG_DIR"]),
-        codex_home=tmp_path / "codex",
-        llm_enabled=False,
-    )
-    async with await Eywa.open(settings) as e:
-        yield e
-
-
 def relay_settings(env: dict[str, str], eywa: Eywa, **relay: Any) -> RelaySettings:
     table = {"setting_sources": [], "memory_mcp": "0", **relay}
     return RelaySettings.from_env(env, {"relay": table}, memory=eywa.settings)
@@ -109,20 +91,7 @@ def project(tmp_path: Path) -> Path:
 @pytest.fixture
 def orphans(env: dict[str, str]) -> Callable[[], list[int]]:
     """Live processes whose environment carries this test's CLAUDE_CONFIG_DIR."""
-    needle = f"CLAUDE_CONFIG_DIR={env['CLAUDE_CONFIG_DIR']}".encode()
-
-    def scan() -> list[int]:
-        found = []
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit() and int(entry.name) != os.getpid():
-                try:
-                    if needle in (entry / "environ").read_bytes().split(b"\0"):
-                        found.append(int(entry.name))
-                except OSError:
-                    continue
-        return found
-
-    return scan
+    return processes_with("CLAUDE_CONFIG_DIR", env["CLAUDE_CONFIG_DIR"])
 
 
 class Recorder:

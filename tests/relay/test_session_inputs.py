@@ -4,13 +4,11 @@ the grounding, and refused logins typed as LoginError — the real CLIs against 
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from memory.api import Eywa
-from memory.settings import MemorySettings
 from relay.codex import CodexEngine
 from relay.errors import LoginError, SessionError
 from relay.login import CLAUDE_LOGIN_FIX, CODEX_LOGIN_FIX, is_codex_unauthorized
@@ -26,23 +24,6 @@ from tests.doubles.openai import OpenAIDouble
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 )
-
-
-@pytest.fixture
-def env(claude_cli_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    return {**claude_cli_env, "CLAUDE_CODE_MAX_RETRIES": "0", "MACUPOS_HOME": str(tmp_path / "mhome")}
-
-
-@pytest.fixture
-async def eywa(env: dict[str, str], tmp_path: Path) -> AsyncIterator[Eywa]:
-    settings = MemorySettings(
-        home=Path(env["MACUPOS_HOME"]),
-        claude_config_dir=Path(env["CLAUDE_CONFIG_DIR"]),
-        codex_home=tmp_path / "codex",
-        llm_enabled=False,
-    )
-    async with await Eywa.open(settings) as e:
-        yield e
 
 
 @pytest.fixture

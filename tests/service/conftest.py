@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
+from starlette.types import ASGIApp
 
 from memory.settings import MemorySettings
 from service.app import build_app, embedded_store
@@ -101,29 +102,36 @@ def memory_settings(home: Path) -> MemorySettings:
 
 
 @asynccontextmanager
-async def running_service(home: Path, **settings: object) -> AsyncIterator[Server]:
-    """The app under uvicorn on a real socket, in this event loop; stopped (and its tenants closed) after."""
-    limits = settings.pop("limits", Limits(rate_per_s=0))
-    service = ServiceSettings(home=home, port=0, limits=limits, **settings)  # type: ignore[arg-type]
-    app = build_app(service, embedded_store(service, memory_settings(home)))
+async def serving(app: ASGIApp, *, timeout_s: float = 30) -> AsyncIterator[str]:
+    """``app`` under uvicorn on a real socket on 127.0.0.1, in this event loop: its base URL while it runs,
+    stopped after (its lifespan ended: tenants closed). The wait for it to start is bounded."""
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, access_log=False, lifespan="on")
     server = uvicorn.Server(config)
     config.load()
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     task = asyncio.create_task(server.serve(sockets=[sock]))
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(timeout_s):
         while not server.started:
             if task.done():
                 task.result()  # raises what stopped it
                 raise RuntimeError("the server stopped before it started")
             await asyncio.sleep(0.01)
     try:
-        yield Server(f"http://127.0.0.1:{port}", home)
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(timeout_s):
             await task
+
+
+@asynccontextmanager
+async def running_service(home: Path, **settings: object) -> AsyncIterator[Server]:
+    """The app on embedded tenants, served (:func:`serving`)."""
+    limits = settings.pop("limits", Limits(rate_per_s=0))
+    service = ServiceSettings(home=home, port=0, limits=limits, **settings)  # type: ignore[arg-type]
+    async with serving(build_app(service, embedded_store(service, memory_settings(home)))) as url:
+        yield Server(url, home)
 
 
 @pytest.fixture

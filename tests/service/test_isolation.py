@@ -146,19 +146,24 @@ async def _step(c: httpx.AsyncClient, m: Model, op: tuple[Any, ...]) -> None:
         assert len(handoffs) == len(m.live)
 
 
+async def run_program(srv: Server, program: list[tuple[Any, ...]]) -> None:
+    """Each tenant's steps of ``program`` in order, the tenants side by side; then every model checked."""
+    models = [Model(i) for i in range(len(TENANTS))]
+    keys = [await srv.add_key(name) for name in TENANTS]
+
+    async def tenant_runs(i: int) -> None:
+        async with srv.client(keys[i]) as c:
+            for op in program:
+                if op[1] == i:
+                    await _step(c, models[i], op)
+
+    await asyncio.gather(*(tenant_runs(i) for i in range(len(TENANTS))))
+    await _final_check(srv, keys, models)
+
+
 async def _run(home: Path, program: list[tuple[Any, ...]]) -> None:
     async with running_service(home, limits=Limits(rate_per_s=0, max_open_tenants=2)) as srv:
-        models = [Model(i) for i in range(len(TENANTS))]
-        keys = [await srv.add_key(name) for name in TENANTS]
-
-        async def tenant_runs(i: int) -> None:
-            async with srv.client(keys[i]) as c:
-                for op in program:
-                    if op[1] == i:
-                        await _step(c, models[i], op)
-
-        await asyncio.gather(*(tenant_runs(i) for i in range(len(TENANTS))))
-        await _final_check(srv, keys, models)
+        await run_program(srv, program)
 
 
 async def _final_check(srv: Server, keys: list[str], models: list[Model]) -> None:

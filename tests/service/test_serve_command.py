@@ -4,7 +4,6 @@ to the local CLI's on the same data, no key in any log line, a clean stop on SIG
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import ssl
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.cli_env import cli_env
 from tests.service.conftest import gz, transcript_bytes
 
 MACUPOS = Path(sys.executable).parent / "macupos"
@@ -24,8 +24,7 @@ QUERY_TIME = "2026-03-05T00:00:00Z"
 
 
 def _env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "CLAUDE_", "ANTHROPIC_", "CODEX_"))}
-    return env | {"MACUPOS_HOME": str(home), "HOME": str(home.parent), "MACUPOS_MEMORY_LLM": "0"}
+    return cli_env(home, HOME=str(home.parent))
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:

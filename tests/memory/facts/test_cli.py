@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.cli_env import cli_env
 
 REPO = Path(__file__).resolve().parents[3]
 
 
 def _run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "CLAUDE_", "ANTHROPIC_"))}
-    env |= {"MACUPOS_HOME": str(home), "HOME": str(home), "MACUPOS_MEMORY_LLM": "0", "PYTHONPATH": str(REPO)}
+    env = cli_env(home, HOME=str(home))
     return subprocess.run(
         [sys.executable, "-m", "bot.cli", "memory", *args],
         cwd=REPO,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
 
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tests.cli_env import cli_env
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -29,9 +30,7 @@ def _quoted(text: str) -> list[str]:
 
 async def test_memory_tool_runs_scripts_and_reports_errors_as_tool_errors(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "CLAUDE_", "ANTHROPIC_"))}
-    env |= {"MACUPOS_HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / "claude"), "CODEX_HOME": str(home / "codex")}
-    env |= {"MACUPOS_MEMORY_LLM": "0", "PYTHONPATH": str(REPO)}
+    env = cli_env(home, CLAUDE_CONFIG_DIR=str(home / "claude"), CODEX_HOME=str(home / "codex"))
     params = StdioServerParameters(command=sys.executable, args=["-m", "memory.mcp_server"], env=env, cwd=str(REPO))
     with (tmp_path / "stderr.log").open("a") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:

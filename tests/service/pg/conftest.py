@@ -20,16 +20,15 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-import uvicorn
 
 from service.app import build_app
 from service.pg.keys import PgKeyStore
 from service.pg.link import PgLink
 from service.pg.store import pg_store
-from service.server import bind
 from service.settings import Limits, ServiceSettings
 from service.tenants import Scope
-from tests.service.conftest import Server, memory_settings
+from tests.cli_env import cli_env
+from tests.service.conftest import Server, memory_settings, serving
 from tests.service.pg.cluster import Cluster
 
 MACUPOS = Path(sys.executable).parent / "macupos"
@@ -93,33 +92,15 @@ class PgServer(Server):
 
 @asynccontextmanager
 async def running_pg_service(home: Path, url: str, **settings: object) -> AsyncIterator[PgServer]:
-    """The app on PostgreSQL under uvicorn on a real socket, in this event loop; stopped after."""
+    """The app on PostgreSQL, served (:func:`tests.service.conftest.serving`)."""
     limits = settings.pop("limits", Limits(rate_per_s=0))
     service = ServiceSettings(home=home, port=0, limits=limits, database_url=url, **settings)  # type: ignore[arg-type]
-    app = build_app(service, pg_store(service, memory_settings(home)))
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, access_log=False, lifespan="on")
-    server = uvicorn.Server(config)
-    config.load()
-    sock = bind("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    async with asyncio.timeout(60):
-        while not server.started:
-            if task.done():
-                task.result()
-                raise RuntimeError("the server stopped before it started")
-            await asyncio.sleep(0.01)
-    try:
-        yield PgServer(f"http://127.0.0.1:{port}", home, database=url)
-    finally:
-        server.should_exit = True
-        async with asyncio.timeout(60):
-            await task
+    async with serving(build_app(service, pg_store(service, memory_settings(home))), timeout_s=60) as base:
+        yield PgServer(base, home, database=url)
 
 
 def serve_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "CLAUDE_", "ANTHROPIC_", "CODEX_"))}
-    return env | {"MACUPOS_HOME": str(home), "HOME": str(home.parent), "MACUPOS_MEMORY_LLM": "0"}
+    return cli_env(home, HOME=str(home.parent))
 
 
 @contextmanager

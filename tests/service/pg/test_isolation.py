@@ -16,22 +16,12 @@ from hypothesis import strategies as st
 from service.settings import Limits
 from tests.service.pg.cluster import Cluster
 from tests.service.pg.conftest import fresh_database, running_pg_service
-from tests.service.test_isolation import OPS, TENANTS, Model, _final_check, _step
+from tests.service.test_isolation import OPS, run_program
 
 
 async def _run(home: Path, url: str, program: list[tuple[Any, ...]]) -> None:
     async with running_pg_service(home, url, limits=Limits(rate_per_s=0, max_open_tenants=2)) as srv:
-        models = [Model(i) for i in range(len(TENANTS))]
-        keys = [await srv.add_key(name) for name in TENANTS]
-
-        async def tenant_runs(i: int) -> None:
-            async with srv.client(keys[i]) as c:
-                for op in program:
-                    if op[1] == i:
-                        await _step(c, models[i], op)
-
-        await asyncio.gather(*(tenant_runs(i) for i in range(len(TENANTS))))
-        await _final_check(srv, keys, models)
+        await run_program(srv, program)
 
 
 def test_no_tenant_ever_sees_another_tenants_sessions_text_or_counts_on_postgresql(pg_cluster: Cluster) -> None:

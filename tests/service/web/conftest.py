@@ -4,7 +4,6 @@ seeded with hostile text: every handoff, transcript line and fact carries script
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -13,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import uvicorn
 
 from memory.api import Eywa
 from memory.facts.api import FactsApi
@@ -21,12 +19,11 @@ from memory.handoff_format import to_markdown
 from memory.models import Handoff
 from memory.settings import MemorySettings
 from service.app import build_app
-from service.server import bind
 from service.settings import Limits, ServiceSettings
 from service.tenants import TenantStore
 from service.web.local import LocalTenantStore
 from service.web.settings import WebSettings
-from tests.service.conftest import claude_lines
+from tests.service.conftest import claude_lines, serving
 
 __all__ = [
     "BOT_TOKEN",
@@ -144,25 +141,8 @@ async def serve_app(settings: ServiceSettings, store: TenantStore) -> AsyncItera
     async def open_store() -> TenantStore:
         return store
 
-    app = build_app(settings, open_store)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, access_log=False, lifespan="on")
-    server = uvicorn.Server(config)
-    config.load()
-    sock = bind("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    async with asyncio.timeout(30):
-        while not server.started:
-            if task.done():
-                task.result()
-                raise RuntimeError("the server stopped before it started")
-            await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        async with asyncio.timeout(30):
-            await task
+    async with serving(build_app(settings, open_store)) as url:
+        yield url
 
 
 @asynccontextmanager
