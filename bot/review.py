@@ -12,7 +12,7 @@ import logging
 from telegram.error import TelegramError
 
 from bot.progress import escape
-from bot.records import Callback
+from bot.records import Callback, ReviewState
 from bot.services import Services
 from bot.telegram_split import split_message
 from memory import review as memory_review
@@ -23,6 +23,11 @@ from memory.models import Handoff
 __all__ = ["REVIEW_ACTION", "Reviews", "handoff_card"]
 
 logger = logging.getLogger(__name__)
+# A review button's outcome: (the state stored, the card's new last line, the answer to the tap).
+_DONE: dict[str, tuple[ReviewState, str, str]] = {
+    "keep": ("kept", "👍 Kept.", "Kept."),
+    "forget": ("forgotten", "🗑 Forgotten: removed from memory.", "Forgotten."),
+}
 
 REVIEW_ACTION = "review"
 _ITEMS = 5
@@ -89,22 +94,17 @@ class Reviews:
             return "Full handoff sent."
         if review.state == "forgotten":
             return "Already forgotten."
-        if op == "keep":
-            try:  # memory's own flag too: the web pages' review queue no longer shows it
-                await memory_review.keep(s.eywa, session_id)
-            except MemoryStoreError as exc:
-                logger.info("keep %s: %s", session_id, exc)
-            await s.state.set_review(session_id, "kept", review.correction)
-            await self._mark(chat_id, message_id, "👍 Kept.")
-            return "Kept."
-        if op == "forget":
+        if op in ("keep", "forget"):
+            # Keep sets memory's own flag too: the web pages' review queue no longer shows it.
+            act = memory_review.keep(s.eywa, session_id) if op == "keep" else s.eywa.forget(session_id)
+            state, mark, said = _DONE[op]
             try:
-                await s.eywa.forget(session_id)
+                await act
             except MemoryStoreError as exc:
-                logger.info("forget %s: %s", session_id, exc)
-            await s.state.set_review(session_id, "forgotten", review.correction)
-            await self._mark(chat_id, message_id, "🗑 Forgotten: removed from memory.")
-            return "Forgotten."
+                logger.info("%s %s: %s", op, session_id, exc)
+            await s.state.set_review(session_id, state, review.correction)
+            await self._mark(chat_id, message_id, mark)
+            return said
         if op == "correct":
             await s.state.set_pending_correction(chat_id, session_id)
             await s.sender.send(

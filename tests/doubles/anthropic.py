@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.doubles.loopback import LoggedRequest, log_request, serve
+from tests.doubles.loopback import ApiDouble, Handler, LoggedRequest
 
 __all__ = [
     "AnthropicDouble",
@@ -124,65 +124,30 @@ def _sse(event: str, data: Mapping[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-class AnthropicDouble:
+class AnthropicDouble(ApiDouble):
     """Scripted Messages API. ``enqueue`` replies; when the queue is empty ``default`` answers."""
 
     def __init__(self, default: Scripted | Responder = "ok") -> None:
+        super().__init__()  # requests: POST /v1/messages; other_requests: the rest (count_tokens, ...)
         self.default: Scripted | Responder = default
-        self.requests: list[LoggedRequest] = []  # POST /v1/messages only
-        self.other_requests: list[LoggedRequest] = []  # everything else (count_tokens, ...)
         self._queue: deque[Scripted | Responder] = deque()
         self._ids = itertools.count(1)
-        self._runner: web.AppRunner | None = None
-        self.port = 0
 
     # -- scripting -------------------------------------------------------------------------------
 
     def enqueue(self, *replies: Scripted | Responder) -> None:
         self._queue.extend(replies)
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def bodies(self) -> list[dict[str, Any]]:
-        return [r.body for r in self.requests if isinstance(r.body, dict)]
-
     def user_texts(self) -> list[str]:
         return [last_user_text(b) for b in self.bodies]
 
-    # -- lifecycle -------------------------------------------------------------------------------
-
-    async def start(self) -> AnthropicDouble:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post("/v1/messages", self._messages)
-        app.router.add_route("*", "/{tail:.*}", self._other)
-        self._runner, self.port = await serve(app)
-        return self
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> AnthropicDouble:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
     # -- handlers --------------------------------------------------------------------------------
 
-    async def _log(self, request: web.Request) -> LoggedRequest:
-        return await log_request(request)
+    def _model_route(self) -> tuple[str, Handler]:
+        return "/v1/messages", self._messages
 
-    async def _other(self, request: web.Request) -> web.Response:
-        self.other_requests.append(await self._log(request))
-        return web.json_response(
-            {"type": "error", "error": {"type": "not_found_error", "message": f"no route {request.path}"}},
-            status=404,
-        )
+    def _no_route(self, path: str) -> dict[str, Any]:
+        return {"type": "error", "error": {"type": "not_found_error", "message": f"no route {path}"}}
 
     def _next(self, body: dict[str, Any]) -> Reply | ErrorReply:
         item = self._queue.popleft() if self._queue else self.default

@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.doubles.loopback import LoggedRequest, log_request, serve
+from tests.doubles.loopback import ApiDouble, Handler, LoggedRequest
 
 __all__ = [
     "API_KEY_VAR",
@@ -173,32 +173,21 @@ def _sse(data: Mapping[str, Any]) -> bytes:
     return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-class OpenAIDouble:
+class OpenAIDouble(ApiDouble):
     """Scripted Responses API. ``enqueue`` replies; when the queue is empty ``default`` answers."""
 
     def __init__(self, default: Scripted | Responder = "ok") -> None:
+        super().__init__()  # requests: POST /v1/responses; other_requests: the rest
         self.default: Scripted | Responder = default
-        self.requests: list[LoggedRequest] = []  # POST /v1/responses only
-        self.other_requests: list[LoggedRequest] = []
         self._queue: deque[Scripted | Responder] = deque()
         self._ids = itertools.count(1)
-        self._runner: web.AppRunner | None = None
         self._stopping = asyncio.Event()
         self._arrived = asyncio.Condition()
-        self.port = 0
 
     # -- scripting -------------------------------------------------------------------------------
 
     def enqueue(self, *replies: Scripted | Responder) -> None:
         self._queue.extend(replies)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def bodies(self) -> list[dict[str, Any]]:
-        return [r.body for r in self.requests if isinstance(r.body, dict)]
 
     async def wait_for_requests(self, count: int) -> list[dict[str, Any]]:
         """Wait until at least ``count`` model requests have arrived (bound it with the test's own timeout)."""
@@ -206,35 +195,16 @@ class OpenAIDouble:
             await self._arrived.wait_for(lambda: len(self.requests) >= count)
         return self.bodies
 
-    # -- lifecycle -------------------------------------------------------------------------------
+    # -- lifecycle and handlers ------------------------------------------------------------------
 
-    async def start(self) -> OpenAIDouble:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post("/v1/responses", self._responses)
-        app.router.add_route("*", "/{tail:.*}", self._other)
-        self._runner, self.port = await serve(app, shutdown_timeout=0.5)
-        return self
+    shutdown_timeout_s = 0.5
 
     async def stop(self) -> None:
         self._stopping.set()  # releases stalled handlers
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        await super().stop()
 
-    async def __aenter__(self) -> OpenAIDouble:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    # -- handlers --------------------------------------------------------------------------------
-
-    async def _log(self, request: web.Request) -> LoggedRequest:
-        return await log_request(request)
-
-    async def _other(self, request: web.Request) -> web.Response:
-        self.other_requests.append(await self._log(request))
-        return web.json_response({"error": {"message": f"no route {request.path}"}}, status=404)
+    def _model_route(self) -> tuple[str, Handler]:
+        return "/v1/responses", self._responses
 
     def _next(self, body: dict[str, Any]) -> Scripted:
         item = self._queue.popleft() if self._queue else self.default
