@@ -235,20 +235,16 @@ class _Renderer:
         title = _one_line(t.title) or f"Session {t.session_id}"
         self.chunks.append(f"# {title}")
         meta = [f"- session: {_code(t.session_id)}", f"- kind: {t.kind.value}"]
-        if t.parent_id:
-            meta.append(f"- parent: {_code(t.parent_id)}")
-        if t.cwd:
-            meta.append(f"- project: {_code(t.cwd)}")
-        if t.git_branch:
-            meta.append(f"- branch: {_code(t.git_branch)}")
-        if t.model:
-            meta.append(f"- model: {t.model}")
-        if t.version:
-            meta.append(f"- version: {t.version}")
-        if t.started_at:
-            meta.append(f"- started: {self._stamp(t.started_at)}")
-        if t.ended_at:
-            meta.append(f"- ended: {self._stamp(t.ended_at)}")
+        known = (  # each line only when the transcript says it
+            ("parent", t.parent_id and _code(t.parent_id)),
+            ("project", t.cwd and _code(t.cwd)),
+            ("branch", t.git_branch and _code(t.git_branch)),
+            ("model", t.model),
+            ("version", t.version),
+            ("started", t.started_at and self._stamp(t.started_at)),
+            ("ended", t.ended_at and self._stamp(t.ended_at)),
+        )
+        meta.extend(f"- {name}: {value}" for name, value in known if value)
         start, end = _parse_ts(t.started_at), _parse_ts(t.ended_at)
         if start and end:
             meta.append(f"- duration: {_duration((end - start).total_seconds())}")
