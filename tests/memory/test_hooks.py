@@ -33,7 +33,6 @@ from memory.hooks import (
 from memory.settings import MemorySettings
 from tests.memory.hook_run import run_hook
 
-REPO = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 COMMAND = [PYTHON, "-m", "bot.cli"]
 
