@@ -9,7 +9,6 @@ written back.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -20,6 +19,16 @@ import yaml
 
 from memory import safe_yaml
 from memory.errors import HandoffFormatError
+from memory.handoff_fields import (
+    EMPTY_MARKERS,
+    date_from_path,
+    date_value,
+    duration,
+    list_field,
+    shown,
+    substance,
+    text,
+)
 from memory.models import Handoff, SessionKind
 from memory.yaml_subset import dump_subset
 
@@ -84,16 +93,9 @@ _KNOWN_KEYS = frozenset(
     | {"parent_id", "source", "what_happened", "insights", "key_files", "open_threads"}
 )
 
-# Placeholders other writers put in empty sections.
-_EMPTY_MARKERS = frozenset({"none", "none.", "n/a", "-", "no meaningful work.", "no meaningful work"})
 
 _FRONTMATTER = re.compile(r"\A\ufeff?\s*---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
-_DATE_DIRS = re.compile(r"(\d{4})/(\d{2})/(\d{2})/[^/]+$")
-# Matched against stripped text: three `\s*` in a row (before, between and after the parts) made the
-# regex backtrack cubically: 67 s for a quoted duration of 2,000 spaces and a letter.
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)\s*h(?:ours?|rs?)?)?\s*(?:(\d+(?:\.\d+)?)\s*(?:m|min|mins|minutes?)?)?$")
-_MAX_DURATION_CHARS = 40  # "12 hours 30 minutes" and the like; anything longer is not a duration
 
 
 def normalize_keyword(s: str) -> str:
@@ -235,13 +237,13 @@ def _from_parts(
     front, extra = _canonical_keys(loaded)
     title, preamble, sections, unknown_sections = _parse_body(body) if parsed is None else parsed
 
-    session_id = _text(front.get("session_id")) or (path.stem if path else "")
+    session_id = text(front.get("session_id")) or (path.stem if path else "")
     if not session_id:
         raise HandoffFormatError(path, "no session_id and no file name to take it from")
-    headline = _text(front.get("headline")) or title
+    headline = text(front.get("headline")) or title
     if not headline:
         raise HandoffFormatError(path, "no headline (neither frontmatter 'headline' nor a '# ' title)")
-    date = _date(front.get("date")) or default_date or _date_from_path(path)
+    date = date_value(front.get("date")) or default_date or date_from_path(path)
     if not date and "date" not in front:
         # An explicit empty date is a session without timestamps (ours write that); a missing one is junk.
         raise HandoffFormatError(path, "no date")
@@ -254,25 +256,25 @@ def _from_parts(
     if preamble:
         extra[PREAMBLE_KEY] = preamble
     try:
-        kind = SessionKind(_text(front.get("kind")) or SessionKind.MAIN.value)
+        kind = SessionKind(text(front.get("kind")) or SessionKind.MAIN.value)
     except ValueError as exc:
-        raise HandoffFormatError(path, f"unknown kind {_shown(front.get('kind'))}") from exc
+        raise HandoffFormatError(path, f"unknown kind {shown(front.get('kind'))}") from exc
     return Handoff(
         session_id=session_id,
         date=date,
         headline=headline,
-        duration_min=_duration(front.get("duration_min"), path),
-        model=_text(front.get("model")),
-        projects=_list_field(front.get("projects")),
-        keywords=_list_field(front.get("keywords")),
-        substance=_substance(front.get("substance"), path),
+        duration_min=duration(front.get("duration_min"), path),
+        model=text(front.get("model")),
+        projects=list_field(front.get("projects")),
+        keywords=list_field(front.get("keywords")),
+        substance=substance(front.get("substance"), path),
         what_happened=lists["what_happened"],
         insights=lists["insights"],
         key_files=lists["key_files"],
         open_threads=lists["open_threads"],
         kind=kind,
-        parent_id=_text(front.get("parent_id")),
-        source=_text(front.get("source")) or "import",
+        parent_id=text(front.get("parent_id")),
+        source=text(front.get("source")) or "import",
         extra=extra,
     )
 
@@ -318,7 +320,7 @@ def _plain_body(h: Handoff) -> _Body | None:
 
 def _plain_item(item: str) -> bool:
     """Whether ``- item`` is one bullet line that :func:`_section_items` reads back as ``item``."""
-    if not item or item.splitlines() != [item] or item.lower() in _EMPTY_MARKERS:
+    if not item or item.splitlines() != [item] or item.lower() in EMPTY_MARKERS:
         return False
     m = _BULLET.match(f"- {item}")
     return m is not None and m.group(1).strip() == item
@@ -361,21 +363,11 @@ def _slug(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 
 
-def _list_field(value: Any) -> list[str]:
-    """A YAML list field; a scalar is split on commas (hand edit: ``projects: a, b``)."""
-    if value is None:
-        return []
-    if isinstance(value, list | tuple):
-        out = [_text(v) for v in value]
-        return [v for v in out if v and v.lower() not in _EMPTY_MARKERS]
-    return _list_field(_text(value).split(","))
-
-
 def _section_field(value: Any) -> list[str]:
     """A section-like field given in frontmatter: a YAML list, or text in the body's bullet form."""
     if isinstance(value, list | tuple):
-        return _list_field(value)
-    return _section_items(_text(value))
+        return list_field(value)
+    return _section_items(text(value))
 
 
 def _section_items(text: str) -> list[str]:
@@ -404,58 +396,4 @@ def _section_items(text: str) -> list[str]:
             mode = "para"
         blanks = 0
     joined = ("\n".join(lines).strip() for lines in items)
-    return [j for j in joined if j and j.lower() not in _EMPTY_MARKERS]
-
-
-def _shown(value: Any) -> str:
-    """A value for an error message: its repr, cut short (a hostile file's value can be a megabyte)."""
-    shown = repr(value)
-    return shown if len(shown) <= 60 else f"{shown[:57]}..."
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, dt.datetime | dt.date):
-        return value.isoformat()
-    return str(value).strip()
-
-
-def _date(value: Any) -> str:
-    if isinstance(value, dt.datetime) and value.tzinfo is None:
-        # A timestamp written without an offset is taken as UTC, so every date carries one.
-        return value.replace(tzinfo=dt.UTC).isoformat()
-    return _text(value)
-
-
-def _date_from_path(path: Path | None) -> str:
-    if path is None:
-        return ""
-    m = _DATE_DIRS.search(path.as_posix())
-    return f"{m.group(1)}-{m.group(2)}-{m.group(3)}" if m else ""
-
-
-def _duration(value: Any, path: Path | None) -> float:
-    if value is None or value == "":
-        return 0.0
-    if isinstance(value, bool):
-        raise HandoffFormatError(path, f"invalid duration {_shown(value)}")
-    if isinstance(value, int | float):
-        return float(value)
-    text = str(value).strip().lower()
-    m = _DURATION.match(text) if len(text) <= _MAX_DURATION_CHARS else None
-    if m is None or not (m.group(1) or m.group(2)):
-        raise HandoffFormatError(path, f"invalid duration {_shown(value)}")
-    return float(m.group(1) or 0) * 60 + float(m.group(2) or 0)
-
-
-def _substance(value: Any, path: Path | None) -> int:
-    if value is None or value == "":
-        return 1
-    try:
-        n = int(str(value).strip())
-    except ValueError as exc:
-        raise HandoffFormatError(path, f"invalid substance {_shown(value)}") from exc
-    if n not in (0, 1, 2):
-        raise HandoffFormatError(path, f"substance must be 0, 1 or 2, not {n}")
-    return n
+    return [j for j in joined if j and j.lower() not in EMPTY_MARKERS]
