@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
-__all__ = ["REPO", "run_hook"]
+from tests.cli_env import REPO
 
-REPO = Path(__file__).resolve().parents[2]
+__all__ = ["run_hook"]
 
 
 def run_hook(event: str, payload: dict[str, Any], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
