@@ -8,8 +8,9 @@ the folder is fsynced so the rename itself survives a power cut. A failed write 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 __all__ = ["fsync_dir", "remove_quietly", "write_atomic", "write_atomic_bytes"]
@@ -54,26 +55,46 @@ def write_atomic_bytes(
     if follow_symlink and path.is_symlink():
         path = path.resolve()
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = _create_temp(path)
     except FileNotFoundError:  # the folder is new: make it only then (a batch writer's folders mostly exist)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = _create_temp(path)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
             if sync:
-                os.fsync(fh.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         if mode is not None:
             os.chmod(tmp, mode)
         elif keep_mode and path.exists():
             os.chmod(tmp, path.stat().st_mode & 0o7777)
         os.replace(tmp, path)
     except BaseException:
-        remove_quietly(Path(tmp))
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
     if sync:
         fsync_dir(path.parent)
+
+
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _create_temp(path: Path) -> tuple[int, str]:
+    """A new private file beside ``path`` (``.<name>.<random>.tmp``), as ``tempfile.mkstemp`` makes one,
+    in plain ``os`` calls: a bulk import writes thousands, and mkstemp's own Python cost a third of each."""
+    folder, name = os.fspath(path.parent), path.name
+    for _ in range(100):
+        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, _TEMP_FLAGS, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", os.path.join(folder, f".{name}.*.tmp"))
 
 
 def write_atomic(

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -31,6 +31,9 @@ from memory.handoff_fields import (
 )
 from memory.models import Handoff, SessionKind
 from memory.yaml_subset import dump_subset
+
+if TYPE_CHECKING:
+    from memory.redact import Redactor
 
 __all__ = [
     "PREAMBLE_KEY",
@@ -149,19 +152,22 @@ def _render(h: Handoff) -> tuple[str, dict[str, Any] | None]:
     return "\n".join(parts), (front if simple is not None else None)
 
 
-def normalized(
-    h: Handoff, redact_text: Callable[[str], str], redact_obj: Callable[[Any], Any], *, path: Path | None = None
-) -> tuple[Handoff, str]:
+def normalized(h: Handoff, redactor: Redactor, *, path: Path | None = None) -> tuple[Handoff, str]:
     """``h`` as its file will say it, and that file: fields redacted, written, the text redacted, read back.
 
     Reading back is what an import stores (the stored fields and the index see only what the file says).
     When redacting the whole text changed nothing, the frontmatter read back is the mapping just written
     (YAML gives back exactly the plain data it was given), so only the body is parsed again, and not even
-    that when :func:`_plain_body` can tell what it reads.
+    that when :func:`_plain_body` can tell what it reads. Fields that one pass finds nothing to redact in
+    (:meth:`Redactor.unchanged`, most handoffs) are not redacted one by one.
     """
-    written = redacted(h, redact_obj)
+    fields = [h.headline, h.model, *h.projects, *h.keywords, *h.what_happened, *h.insights, *h.key_files]
+    if redactor.unchanged([*fields, *h.open_threads]):
+        written = replace(h, extra=redactor.redact_obj(dict(h.extra))) if h.extra else h
+    else:
+        written = redacted(h, redactor.redact_obj)
     draft, front = _render(written)
-    markdown = redact_text(draft)
+    markdown = redactor(draft)
     m = _FRONTMATTER.match(markdown)
     if front is None or markdown != draft or m is None or "\x00" in markdown:
         return from_markdown(markdown, path=path), markdown

@@ -63,6 +63,10 @@ MAX_HANDOFF_BYTES = 1024 * 1024
 # A batch of 256 is a fraction of a second of one write transaction: long enough to amortise the commit
 # and the mirror's sync, short enough that a hook or the bot waiting for the write lock hardly notices.
 BATCH_FILES = 256
+# When writing falls behind, up to this many batches the worker has already read share one transaction:
+# each commit writes every index page its batch dirtied, most of the postings by the thousands (1,024
+# files is still well under a second of holding the write lock).
+MERGE_BATCHES = 4
 # Worker processes `macupos memory import` starts to read and render batches while it writes: one keeps
 # two cores busy, and writing (one SQLite connection) is the half that cannot be split.
 WORKERS = 1 if (os.cpu_count() or 1) > 1 else 0
@@ -154,7 +158,7 @@ def _prepare(seq: int, path: Path, redactor: Redactor) -> _Ready:
     h = from_markdown(read_handoff_file(path), path=path)
     if h.source not in _KEPT_SOURCES:
         h = replace(h, source="import")
-    h, markdown = normalized(h, redactor, redactor.redact_obj, path=path)
+    h, markdown = normalized(h, redactor, path=path)
     return _Ready(seq, path, h, markdown, frozenset(index.handoff_terms(h.projects, h.keywords)))
 
 
@@ -162,6 +166,15 @@ def _prepare(seq: int, path: Path, redactor: Redactor) -> _Ready:
 class _Batch:
     ready: list[_Ready] = field(default_factory=list)
     rejected: list[tuple[int, str, str]] = field(default_factory=list)  # (seq, path, why)
+
+    def take(self, later: _Batch) -> None:
+        """Append the next batch (in walk order): both are written in one transaction."""
+        self.ready.extend(later.ready)
+        self.rejected.extend(later.rejected)
+
+
+def _read_already(done: asyncio.Future[_Batch]) -> bool:
+    return done.done() and not done.cancelled() and done.exception() is None
 
 
 _FORGOTTEN = object()
@@ -382,7 +395,11 @@ async def import_tree(
                     pool = None
                 batch = await here(chunk)
                 ahead = deque((c, here(c)) for c, _ in ahead)
-            for _ in range(workers + 1 - len(ahead)):  # keep the workers (or the thread) one batch ahead
+            if pool is not None and size > 1:  # writing is behind: what is read already shares the transaction
+                while ahead and len(batch.ready) < size * MERGE_BATCHES and _read_already(ahead[0][1]):
+                    batch.take(ahead.popleft()[1].result())
+            # The worker reads up to MERGE_BATCHES ahead (the thread, one): it never waits for the writer.
+            for _ in range((MERGE_BATCHES if pool is not None else 1) - len(ahead)):
                 queue(next(chunks, None))
             if batch.ready:
                 adopt = functools.partial(_adopt, batch=batch.ready, mirror=mirror, sync_each=size == 1)

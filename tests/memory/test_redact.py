@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import string
 
 import pytest
@@ -422,3 +423,42 @@ def test_redact_obj_remembers_short_strings_without_changing_what_it_returns() -
     for i in range(20_000):  # the memo is bounded: it starts again rather than grow
         r.redact_obj(f"keyword-{i}")
     assert len(r._memo) <= 8192  # the bound is the point
+
+
+# --- unchanged(): one pass over a handoff's fields ----------------------------------------------------
+
+_parts = st.lists(st.one_of(_texts, _secrets, st.sampled_from(_FRAGMENTS)), max_size=6)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_parts)
+def test_unchanged_is_said_only_of_parts_that_redaction_leaves_as_they_are(parts: list[str]) -> None:
+    r = Redactor(["owner-secret-1"])
+    if r.unchanged(parts):
+        assert [r(p) for p in parts] == parts
+
+
+@settings(max_examples=300, deadline=None)
+@given(_parts, st.sampled_from(_FRAGMENTS), st.sampled_from(_FRAGMENTS))
+def test_unchanged_is_said_of_prose_with_common_keywords_and_refused_for_a_secret(
+    parts: list[str], before: str, after: str
+) -> None:
+    prose = ["Fixed the tokenizer", "keyword index", "the key files", "pass the token count to the parser"]
+    assert R.unchanged(prose)
+    assert not R.unchanged([*prose, f"{before}sk-ant-api03-{'a1B2' * 10}{after}"])
+
+
+def test_the_rules_regex_anchors_hold_where_a_newline_follows_or_precedes() -> None:
+    # unchanged() joins the parts by newlines: an anchor that a part's own start or end satisfies and a
+    # newline does not (^, $, \b, \Z, a negative look-behind) could hide a secret from it.
+    from memory.redact import _GATE
+
+    patterns = [rx.pattern for regexes in _GATE._regexes.values() for rx, _ in regexes]
+    assert patterns
+    for pattern in patterns:
+        bare = pattern.replace("[^", "[")  # a negated class is not an anchor
+        for token in ("^", "$", r"\A", r"\Z", r"\b", r"\B", "(?<!"):
+            assert token not in bare, pattern
+        lookaheads = re.findall(r"\(\?!(\[[^\]]*\])\)", pattern)
+        assert len(lookaheads) == pattern.count("(?!"), pattern  # only of a class, so a newline can be judged
+        assert all(re.fullmatch(cls, "\n") is None for cls in lookaheads), pattern
