@@ -74,8 +74,7 @@ def write_atomic_bytes(
             os.chmod(tmp, path.stat().st_mode & 0o7777)
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        remove_quietly(Path(tmp))
         raise
     if sync:
         fsync_dir(path.parent)

@@ -161,8 +161,8 @@ def normalized(h: Handoff, redactor: Redactor, *, path: Path | None = None) -> t
     that when :func:`_plain_body` can tell what it reads. Fields that one pass finds nothing to redact in
     (:meth:`Redactor.unchanged`, most handoffs) are not redacted one by one.
     """
-    fields = [h.headline, h.model, *h.projects, *h.keywords, *h.what_happened, *h.insights, *h.key_files]
-    if redactor.unchanged([*fields, *h.open_threads]):
+    lists = (h.projects, h.keywords, h.what_happened, h.insights, h.key_files, h.open_threads)
+    if redactor.unchanged([h.headline, h.model, *(item for items in lists for item in items)]):
         written = replace(h, extra=redactor.redact_obj(dict(h.extra))) if h.extra else h
     else:
         written = redacted(h, redactor.redact_obj)
