@@ -130,11 +130,13 @@ def read_handoff_file(path: Path, limit: int = MAX_HANDOFF_BYTES) -> str:
     except OSError as exc:
         why = "a symbolic link: not followed" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
         raise SourceUnreadableError(path, why) from exc
-    with os.fdopen(fd, "rb") as fh:
+    try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):  # O_NONBLOCK: a FIFO is refused here instead of waited on
             raise SourceUnreadableError(path, "not a regular file")
-        data = fh.read(limit + 1) if info.st_size <= limit else b""
+        data = _read_upto(fd, info.st_size, limit + 1) if info.st_size <= limit else b""
+    finally:
+        os.close(fd)
     if info.st_size > limit or len(data) > limit:
         size = max(info.st_size, len(data))
         raise SourceUnreadableError(path, f"{size:,} bytes: over the {limit:,}-byte limit of a handoff file")
@@ -143,6 +145,19 @@ def read_handoff_file(path: Path, limit: int = MAX_HANDOFF_BYTES) -> str:
     except UnicodeDecodeError as exc:
         raise SourceUnreadableError(path, f"not UTF-8 text (byte {exc.start})") from exc
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _read_upto(fd: int, size: int, most: int) -> bytes:
+    """Up to ``most`` bytes of ``fd`` to its end: first the ``size`` its stat gave (and one more, so a file
+    that grew since is seen), then small reads. One read of ``most`` allocated a megabyte a file."""
+    chunks: list[bytes] = []
+    total = 0
+    want = size + 1
+    while total < most and (chunk := os.read(fd, min(want, most - total))):
+        chunks.append(chunk)
+        total += len(chunk)
+        want = 1 << 16
+    return b"".join(chunks)
 
 
 @dataclass(frozen=True, slots=True)

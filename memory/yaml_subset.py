@@ -23,6 +23,7 @@ safe constructors.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -79,6 +80,10 @@ _FLOW_SPECIAL = re.compile(r"[\[\]{}:?#'\"]")
 _NOT_PLAIN = re.compile(r"\A(?:[\-?:,\[\]{}#&*!|>'\"%@`]|---|\.\.\.)|: |:\Z| #")
 
 
+# Keys, projects, keywords and models recur from file to file (an import reads each a thousand times), and
+# what a plain scalar reads as or how a string is written depends on the string alone; the values are
+# immutable (str, None, bool, int, float, date, datetime), so a cached one can be handed out again.
+@functools.lru_cache(maxsize=4096)
 def _plain(raw: str) -> Any:
     if not raw or _NOT_PLAIN.search(raw):
         raise _Unsupported
@@ -187,6 +192,7 @@ _NO_BLOCK_PLAIN = re.compile(r"\A(?:[#,\[\]{}&*!|>'\"%@`]|[?:\-](?: |\Z)|---|\.\
 _LONGEST = 4_000  # far below width=10_000, so PyYAML never folds the line
 
 
+@functools.lru_cache(maxsize=4096)
 def _str(value: str, *, key: bool) -> str:
     if len(value) > (100 if key else _LONGEST) or not _WRITABLE.fullmatch(value) or (key and not value):
         raise _Unsupported  # an empty key or one of 128+ characters is written as "? key"; long lines fold

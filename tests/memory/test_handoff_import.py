@@ -206,6 +206,20 @@ def test_a_file_over_the_limit_or_not_utf8_is_refused_with_the_reason(tmp_path: 
     assert read_handoff_file(crlf) == "---\na: 1\n---\nb\n"  # as Path.read_text reads it
 
 
+def test_a_file_at_the_limit_is_read_whole_and_one_whose_size_stat_understates_is_read_to_its_end(
+    tmp_path: Path,
+) -> None:
+    exact = tmp_path / "exact.md"
+    exact.write_text("x" * 1000)
+    assert read_handoff_file(exact, limit=1000) == "x" * 1000
+    # /proc files stat as zero bytes yet hold text: the reader goes on past the stat size, and the limit holds
+    status = Path("/proc/self/status")
+    assert status.stat().st_size == 0
+    assert "Name:" in read_handoff_file(status)
+    with pytest.raises(SourceUnreadableError, match="over the 100-byte limit"):
+        read_handoff_file(status, limit=100)
+
+
 async def test_a_failed_batch_writes_nothing_and_the_next_one_goes_through(tmp_path: Path) -> None:
     db = await Database.open(tmp_path / "m.db")
     try:
