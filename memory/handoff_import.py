@@ -63,10 +63,12 @@ MAX_HANDOFF_BYTES = 1024 * 1024
 # A batch of 256 is a fraction of a second of one write transaction: long enough to amortise the commit
 # and the mirror's sync, short enough that a hook or the bot waiting for the write lock hardly notices.
 BATCH_FILES = 256
-# When writing falls behind, up to this many batches the worker has already read share one transaction:
-# each commit writes every index page its batch dirtied, most of the postings by the thousands (1,024
-# files is still well under a second of holding the write lock).
-MERGE_BATCHES = 4
+# When writing falls behind, up to this many batches the worker has already read share one transaction.
+# Each commit writes every index page its transaction dirtied, and postings_session (keyed by random
+# session ids) is dirtied nearly a page a posting: at 100,000 handoffs 1,024 files a commit wrote 11.5 GB
+# for a 580 MB database, 4,096 files 5.3 GB (docs/benchmarks.md). 4,096 files hold the write lock for
+# 1-2 s there, far inside the 30 s other writers wait.
+MERGE_BATCHES = 16
 # Worker processes `macupos memory import` starts to read and render batches while it writes: one keeps
 # two cores busy, and writing (one SQLite connection) is the half that cannot be split.
 WORKERS = 1 if (os.cpu_count() or 1) > 1 else 0
