@@ -82,9 +82,16 @@ _NOT_PLAIN = re.compile(r"\A(?:[\-?:,\[\]{}#&*!|>'\"%@`]|---|\.\.\.)|: |:\Z| #")
 
 # Keys, projects, keywords and models recur from file to file (an import reads each a thousand times), and
 # what a plain scalar reads as or how a string is written depends on the string alone; the values are
-# immutable (str, None, bool, int, float, date, datetime), so a cached one can be handed out again.
-@functools.lru_cache(maxsize=4096)
+# immutable (str, None, bool, int, float, date, datetime), so a cached one can be handed out again. Only
+# short strings are kept: free text is seldom seen twice, and 4,096 long ones would hold megabytes.
+_CACHED_LEN = 200
+
+
 def _plain(raw: str) -> Any:
+    return _plain_cached(raw) if len(raw) <= _CACHED_LEN else _plain_read(raw)
+
+
+def _plain_read(raw: str) -> Any:
     if not raw or _NOT_PLAIN.search(raw):
         raise _Unsupported
     tag = _tag(raw)
@@ -97,6 +104,9 @@ def _plain(raw: str) -> Any:
         return build(ScalarNode(tag, raw))
     except (ValueError, OverflowError):
         raise _Unsupported from None  # 2025-13-45: the strict loader says what is wrong
+
+
+_plain_cached = functools.lru_cache(maxsize=4096)(_plain_read)
 
 
 def _scalar(raw: str) -> Any:
@@ -192,13 +202,19 @@ _NO_BLOCK_PLAIN = re.compile(r"\A(?:[#,\[\]{}&*!|>'\"%@`]|[?:\-](?: |\Z)|---|\.\
 _LONGEST = 4_000  # far below width=10_000, so PyYAML never folds the line
 
 
-@functools.lru_cache(maxsize=4096)
 def _str(value: str, *, key: bool) -> str:
+    return _str_cached(value, key) if len(value) <= _CACHED_LEN else _str_written(value, key)
+
+
+def _str_written(value: str, key: bool) -> str:
     if len(value) > (100 if key else _LONGEST) or not _WRITABLE.fullmatch(value) or (key and not value):
         raise _Unsupported  # an empty key or one of 128+ characters is written as "? key"; long lines fold
     if value and not _NO_BLOCK_PLAIN.search(value) and _tag(value) == _STR:
         return value
     return "'" + value.replace("'", "''") + "'"
+
+
+_str_cached = functools.lru_cache(maxsize=4096)(_str_written)
 
 
 def _float(value: float) -> str:
