@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -23,10 +24,12 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
+from memory.db_share import DatabaseInUseError, LoopLock, Registry
 from memory.errors import (
     MEMORY_RECOVER_WAY_OUT,
     DatabaseLockedError,
     ForeignDatabaseError,
+    MemoryStoreError,
     NotADatabaseError,
     SchemaTooNewError,
     StorageError,
@@ -35,13 +38,13 @@ from memory.errors import (
 from memory.migrations import MIGRATIONS
 from memory.storage_faults import is_busy, is_readonly, os_fault, sqlite_fault
 
-__all__ = ["SCHEMA_VERSION", "Database"]
+__all__ = ["SCHEMA_VERSION", "Database", "DatabaseInUseError"]
 
 logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = len(MIGRATIONS)
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _T = TypeVar("_T")
+_OPEN: Registry[Database] = Registry()  # every Database open in this process, by real path
 
 
 def _corrupt_way_out(path: Path, migrations: Sequence[str]) -> str:
@@ -51,19 +54,15 @@ def _corrupt_way_out(path: Path, migrations: Sequence[str]) -> str:
     return f"stop Macupos, move {path} aside (a fresh one is made on the next start), then start it again"
 
 
-def _check_file(path: Path, way_out: str) -> None:
-    if not path.exists():
-        return
-    way_out_or_default = None if way_out == MEMORY_RECOVER_WAY_OUT else way_out
-    if path.is_dir():
-        raise NotADatabaseError(path, way_out_or_default)
+def _check_path(path: Path, way_out: str) -> None:
+    """A folder where the file should be is no database. Only stat: what is *in* the file is SQLite's to
+    read (``SQLITE_NOTADB``); any other descriptor of it would drop this process's locks when closed."""
     try:
-        with path.open("rb") as fh:
-            head = fh.read(len(_SQLITE_MAGIC))
+        is_dir = path.is_dir()
     except OSError as exc:
         raise _os_fault(path, exc) from exc
-    if head and head != _SQLITE_MAGIC:
-        raise NotADatabaseError(path, way_out_or_default)
+    if is_dir:
+        raise NotADatabaseError(path, None if way_out == MEMORY_RECOVER_WAY_OUT else way_out)
 
 
 def _os_fault(path: Path, exc: OSError) -> StorageError:
@@ -95,8 +94,9 @@ class _Connection(aiosqlite.Connection):
 
 
 class Database:
-    """One aiosqlite connection plus the write discipline, and a read connection for whole queries
-    (:meth:`read`). Open with :meth:`open`, close with :meth:`close`."""
+    """One aiosqlite connection plus the write discipline, and read connections for whole queries
+    (:meth:`read`). Open with :meth:`open`, close with :meth:`close`: every :meth:`open` of a file in this
+    process returns the same object (memory.db_share says why), so each opener closes it once."""
 
     def __init__(
         self, path: Path, conn: aiosqlite.Connection, busy_timeout_ms: int, migrations: Sequence[str] = MIGRATIONS
@@ -108,8 +108,9 @@ class Database:
         self._busy_timeout_s = busy_timeout_ms / 1000
         # A reader waits only while another process recovers the WAL (moments): never block the caller long.
         self._read_timeout_s = min(self._busy_timeout_s, 2.0)
-        self._write_lock = asyncio.Lock()
-        self._read_conn: sqlite3.Connection | None = None
+        self._write_lock = LoopLock()  # shared by every thread's loop that holds this database
+        self._read_conns: dict[int, sqlite3.Connection] = {}  # by thread: read() runs on the caller's
+        self._side_conns: list[sqlite3.Connection] = []  # handed to a synchronous store (the facts engine)
         self._sync_conn: sqlite3.Connection | None = None  # write_sync's, used by one worker thread at a time
         self.last_fault: StorageError | None = None
 
@@ -117,11 +118,31 @@ class Database:
     async def open(
         cls, path: Path, *, busy_timeout_ms: int = 30_000, migrations: Sequence[str] = MIGRATIONS
     ) -> Database:
-        """Open (creating if needed) and migrate. Other packages pass their own `migrations` for their own file.
+        """Open (creating if needed) and migrate, or hand out the one already open in this process. Other
+        packages pass their own `migrations` for their own file.
 
         A storage fault raises its :class:`~memory.errors.StorageError`; so does any later statement.
         """
-        _check_file(path, _corrupt_way_out(path, migrations))
+
+        def same(db: Database) -> None:
+            if not isinstance(db, cls) or db._migrations != tuple(migrations):
+                raise MemoryStoreError(f"{path} is already open in this process as another kind of database")
+
+        return await _OPEN.acquire(path, lambda: cls._open_new(path, busy_timeout_ms, migrations), same)
+
+    @staticmethod
+    def is_open_here(path: Path) -> bool:
+        """Whether this process holds ``path`` open (then no file call may move, copy or delete it)."""
+        return _OPEN.is_open(path)
+
+    @staticmethod
+    def check_closed(path: Path, doing: str) -> None:
+        """Raise :class:`DatabaseInUseError` when this process holds ``path`` open."""
+        _OPEN.check_closed(path, doing)
+
+    @classmethod
+    async def _open_new(cls, path: Path, busy_timeout_ms: int, migrations: Sequence[str]) -> Database:
+        _check_path(path, _corrupt_way_out(path, migrations))
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -138,12 +159,14 @@ class Database:
         db = cls(path, conn, busy_timeout_ms, migrations)
         conn.fault = db.fault_of
         try:
-            await db._refuse_foreign()  # before _configure: not even the journal mode of another's file changes
+            # The first statement reads the header: a file that is no database is SQLITE_NOTADB, typed by
+            # fault_of. Before _configure: not even the journal mode of another's file changes.
+            await db._refuse_foreign()
             await db._configure()
             await db._migrate()
         except BaseException:
             with contextlib.suppress(sqlite3.Error, StorageError):
-                await conn.close()
+                await db._close_all()
             raise
         return db
 
@@ -156,30 +179,50 @@ class Database:
         return fault
 
     async def close(self) -> None:
+        """Drop this holder's share; the last holder's close closes every connection."""
+        await _OPEN.release(self.path, self, self._close_all)
+
+    async def _close_all(self) -> None:
         try:
-            for extra in (self._read_conn, self._sync_conn):
+            for extra in (*self._read_conns.values(), *self._side_conns, self._sync_conn):
                 if extra is not None:
                     extra.close()
-            self._read_conn = self._sync_conn = None
+            self._read_conns.clear()
+            self._side_conns.clear()
+            self._sync_conn = None
         finally:
             await self.conn.close()
 
+    def side_connection(self) -> sqlite3.Connection:
+        """A plain sqlite3 connection to this file for a synchronous store that keeps its own transactions
+        (the facts engine, on its one worker thread). This database owns it: it is closed by
+        :meth:`release_side_connection` or, at the latest, with the database."""
+        conn = self._plain_connection(self._busy_timeout_s)
+        self._side_conns.append(conn)
+        return conn
+
+    def release_side_connection(self, conn: sqlite3.Connection) -> None:
+        if conn in self._side_conns:
+            self._side_conns.remove(conn)
+            conn.close()
+
     async def read(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run ``fn`` with the read connection inside one read transaction (one snapshot), on this thread.
+        """Run ``fn`` with a read connection inside one read transaction (one snapshot), on this thread.
 
         Retrieval makes a dozen small statements per query. Through aiosqlite each would be a thread hop,
         and even one hop per query costs 0.1–0.5 ms here (waking a sleeping thread), more than a whole
         selective query; the reads are short and bounded (retrieval caps its words, rows and rounds), so
-        they run on the caller's thread, on their own ``query_only`` connection. WAL lets it read beside
-        the writer (it sees what is committed) and a reader is never kept waiting by one. ``fn`` must only
-        read and should be quick.
+        they run on the caller's thread, on a ``query_only`` connection of that thread's own. WAL lets it
+        read beside the writer (it sees what is committed) and a reader is never kept waiting by one.
+        ``fn`` must only read and should be quick.
         """
         try:
-            conn = self._read_conn
+            thread = threading.get_ident()
+            conn = self._read_conns.get(thread)
             if conn is None:
                 # Index pages are read at random: map the file rather than copy each page through read().
                 conn = self._plain_connection(self._read_timeout_s, "query_only = ON", "mmap_size = 268435456")
-                self._read_conn = conn
+                self._read_conns[thread] = conn
             conn.execute("BEGIN")
             try:
                 return fn(conn)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.api import Eywa, ImportReport
+from memory.db import Database
 from memory.errors import ForeignDatabaseError, MemoryStoreError, SessionNotFoundError
 from memory.fsutil import fsync_dir
 from memory.ingest import IngestReport
@@ -87,6 +88,7 @@ def check_health(path: Path) -> str:
 
 
 def _move_aside(path: Path) -> Path:
+    Database.check_closed(path, "move it aside")  # a rename under a live connection loses its writes
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     aside = path.with_name(f"{path.name}.damaged-{stamp}")
     n = 1
@@ -104,6 +106,7 @@ def _move_aside(path: Path) -> Path:
 
 def _drop_empty_companions(aside: Path) -> None:
     """An empty -wal holds no commit (reading the moved file may have made one, and its -shm): clutter."""
+    Database.check_closed(aside, "tidy its -wal and -shm")
     wal = aside.with_name(aside.name + "-wal")
     if wal.exists() and wal.stat().st_size == 0:
         for suffix in _COMPANIONS:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
+import textwrap
 import sys
 from pathlib import Path
 
@@ -170,3 +171,114 @@ def test_nothing_refers_to_paths_outside_the_repository() -> None:
                 if pattern.search(line)
             ]
     assert offenders == []
+
+
+# Only SQLite opens a database file. On Linux, closing any descriptor of a file drops every POSIX lock the
+# process holds on it, SQLite's too, and the next process to close its last connection then deletes the
+# live WAL (memory/db_share.py). So outside the storage package no Python file call may touch a database
+# path (the file, its -wal/-shm/-journal) unless the same function first proves with
+# `Database.check_closed` that this process holds no connection to it.
+STORAGE_PACKAGE = {"memory/db.py", "memory/db_share.py"}
+_FILE_CALLS = {
+    "open", "read_bytes", "read_text", "write_bytes", "write_text", "unlink", "rename", "replace", "touch",
+    "copy", "copy2", "copyfile", "copyfileobj", "move", "remove", "truncate", "mmap",
+}  # fmt: skip
+_DATABASE_NAME = re.compile(r"\bdb_path\b|\bdb_file\b|\.db\b|-wal\b|-shm\b|-journal\b|\bmemory\.db|\bbot\.db")
+
+
+def _opens_through_sqlite(func: ast.expr) -> bool:
+    """`Database.open(…)`, `BotState.open(…)`: a class's opener, which goes through memory.db."""
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        return False
+    return func.value.id == "cls" or func.value.id[:1].isupper()
+
+
+def _tainted(nodes: list[ast.AST], known: set[str]) -> set[str]:
+    """The names bound (assigned, looped over, `with … as`) to something that names a database path."""
+    names = set(known)
+    for _ in range(3):  # a chain of assignments: a few rounds reach the fixed point
+        for node in (n for top in nodes for n in ast.walk(top)):
+            pairs: list[tuple[ast.expr, ast.expr]] = []
+            if isinstance(node, ast.Assign):
+                pairs = [(t, node.value) for t in node.targets]
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                pairs = [(node.target, node.iter)]
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                pairs = [(node.optional_vars, node.context_expr)]
+            for target, value in pairs:
+                if _names_database(value, names):
+                    bound = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+                    names |= {n.id for n in bound if isinstance(n, ast.Name)}  # not `self` of `self.x = …`
+    return names
+
+
+def _names_database(expr: ast.expr, tainted: set[str]) -> bool:
+    if _DATABASE_NAME.search(ast.unparse(expr)):
+        return True
+    return any(isinstance(n, ast.Name) and n.id in tainted for n in ast.walk(expr))
+
+
+def _database_file_calls(source: str) -> list[str]:
+    """The file calls in ``source`` that name a database path, in functions that never call check_closed."""
+    tree = ast.parse(source)
+    found: list[str] = []
+    scopes: list[ast.AST] = [
+        n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    ]
+    module_level = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    constants = _tainted(list(module_level), set())  # _COMPANIONS = ("-wal", "-shm") reaches every function
+    for scope in [*scopes, ast.Module(body=module_level, type_ignores=[])]:
+        tainted = _tainted([scope], constants)
+        calls = [n for n in ast.walk(scope) if isinstance(n, ast.Call)]
+        guarded = any(isinstance(c.func, ast.Attribute) and c.func.attr == "check_closed" for c in calls)
+        if guarded:
+            continue
+        for call in calls:
+            func = call.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name not in _FILE_CALLS or _opens_through_sqlite(func):
+                continue
+            named = [*call.args, *(k.value for k in call.keywords)]
+            if isinstance(func, ast.Attribute):
+                named.append(func.value)  # path.unlink(): the path is the receiver
+            if any(_names_database(arg, tainted) for arg in named):
+                found.append(f"line {call.lineno}: {ast.unparse(call)}")
+    return sorted(set(found))
+
+
+def test_only_sqlite_touches_a_database_file_outside_the_storage_package() -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)} {hit}"
+        for package in ("bot", "relay", "memory", "service")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if path.relative_to(ROOT).as_posix() not in STORAGE_PACKAGE
+        for hit in _database_file_calls(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
+
+
+def test_the_database_file_rule_sees_the_ways_of_touching_a_file() -> None:
+    source = textwrap.dedent(
+        """
+        import shutil
+        def peek(settings):
+            with open(settings.db_path, "rb") as fh:
+                return fh.read(16)
+        def backup(home):
+            shutil.copy(home / "memory.db", home / "backup")
+        def tidy(path):
+            path.with_name(path.name + "-wal").unlink()
+        async def guarded(path):
+            Database.check_closed(path, "move it")
+            path.rename(path.with_name("memory.db.old"))
+        def unrelated(path):
+            path.with_suffix(".md").write_text("notes")
+        SIDES = ("-wal", "-shm")
+        def sides(path):
+            for suffix in SIDES:
+                side = path.with_name(path.name + suffix)
+                side.unlink(missing_ok=True)
+        """
+    )
+    hits = _database_file_calls(source)
+    assert [h.split(":")[0] for h in hits] == ["line 19", "line 4", "line 7", "line 9"]

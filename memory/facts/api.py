@@ -69,9 +69,15 @@ def _cap(text: str, limit: int) -> str:
 
 class FactsApi:
     def __init__(
-        self, engine: FactsEngine, executor: ThreadPoolExecutor, limits: ScriptLimits, snapshot_every: int
+        self,
+        engine: FactsEngine,
+        executor: ThreadPoolExecutor,
+        limits: ScriptLimits,
+        snapshot_every: int,
+        db: Database,
     ) -> None:
         self.engine = engine
+        self.db = db
         self._executor = executor
         self.limits = limits
         self.snapshot_every = snapshot_every
@@ -104,28 +110,40 @@ class FactsApi:
         snapshot_every: int = 50,
         redact: Callable[[str], str] | None = None,
     ) -> FactsApi:
-        """Open the facts under ``home / "facts"`` and the shared database; applies events not yet applied."""
+        """Open the facts under ``home / "facts"`` and the shared database; applies events not yet applied.
+
+        The database is memory's own :class:`~memory.db.Database` of that file (the one already open in
+        this process, if any): the facts engine runs on a connection it owns, never on one of its own."""
         db = await Database.open(db_path, busy_timeout_ms=busy_timeout_ms)  # runs the schema migrations
-        await db.close()
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="facts")
         loop = asyncio.get_running_loop()
-        make = partial(
-            FactsEngine,
-            home / "facts",
-            db_path,
-            half_life_days=half_life_days,
-            busy_timeout_ms=busy_timeout_ms,
-            redact=redact,
-        )
+
+        def make() -> FactsEngine:
+            conn = db.side_connection()
+            try:
+                return FactsEngine(
+                    home / "facts",
+                    db_path,
+                    conn,
+                    half_life_days=half_life_days,
+                    busy_timeout_ms=busy_timeout_ms,
+                    redact=redact,
+                )
+            except BaseException:
+                db.release_side_connection(conn)
+                raise
+
         try:
             engine = await loop.run_in_executor(executor, make)
-        except sqlite3.Error as exc:
+        except BaseException as exc:
             executor.shutdown(wait=False)
-            raise sqlite_fault(db_path, exc) or MemoryStoreError(f"cannot open the facts store: {exc}") from exc
-        except OSError as exc:
-            executor.shutdown(wait=False)
-            raise os_fault(exc) or MemoryStoreError(f"cannot open the facts store: {exc}") from exc
-        api = cls(engine, executor, limits or ScriptLimits(), snapshot_every)
+            await db.close()
+            if isinstance(exc, sqlite3.Error):
+                raise sqlite_fault(db_path, exc) or MemoryStoreError(f"cannot open the facts store: {exc}") from exc
+            if isinstance(exc, OSError):
+                raise os_fault(exc) or MemoryStoreError(f"cannot open the facts store: {exc}") from exc
+            raise
+        api = cls(engine, executor, limits or ScriptLimits(), snapshot_every, db)
         try:
             await api.replay_new()
         except BaseException:
@@ -293,10 +311,11 @@ class FactsApi:
                     self._write_snapshot()
             finally:
                 self.sandbox.close()
-                self.engine.close()
+                self.db.release_side_connection(self.engine.conn)
 
         try:
             await self._call(shutdown)
         finally:
             self._closed = True
             self._executor.shutdown(wait=False)
+            await self.db.close()

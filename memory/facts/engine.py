@@ -57,6 +57,7 @@ class FactsEngine:
         self,
         facts_dir: Path,
         db_path: Path,
+        conn: sqlite3.Connection,
         *,
         half_life_days: float,
         busy_timeout_ms: int,
@@ -69,16 +70,14 @@ class FactsEngine:
         self.origin = load_origin(facts_dir)
         self.log = EventLog(facts_dir / "events", self.origin)
         self.db_path = db_path
-        self.conn = sqlite3.connect(db_path, timeout=busy_timeout_ms / 1000, isolation_level=None)
+        # The connection is memory's Database's (it opened and migrated the file, and closes this): only
+        # one owner opens a database file in a process (memory/db_share.py says why).
+        self.conn = conn
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = NORMAL")
         self._pending: list[Event] | None = None
         self.events_since_snapshot = 0
         self.redact: Callable[[str], str] = redact or (lambda text: text)
-
-    def close(self) -> None:
-        self.conn.close()
 
     # -- transactions -------------------------------------------------------------------------------
 

@@ -161,6 +161,7 @@ async def to_sqlite(link: PgLink, tenant: str, path: Path) -> MigrationReport:
         await asyncio.to_thread(plain)
         await asyncio.to_thread(shutil.move, staged, path)
     finally:
+        Database.check_closed(staged, "remove the staged copy")
         for leftover in (staged, staged.with_name(staged.name + "-wal"), staged.with_name(staged.name + "-shm")):
             leftover.unlink(missing_ok=True)
     counts = await _counts(link, tenant)

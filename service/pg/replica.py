@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 from psycopg import sql
 
 from memory import replicate
-from memory.db import SCHEMA_VERSION
+from memory.db import SCHEMA_VERSION, Database
 from memory.facts.events import load_origin
 from memory.replicate import MIRRORS, Key, Mirror, Row
 from service.errors import ServiceUnavailable
@@ -223,6 +223,7 @@ class Replica:
         built = await build_copy(self.link, self.tenant, staged / "memory.db", staged / "facts" / "events")
 
         def swap() -> None:
+            Database.check_closed(self.path, "replace the local copy")  # only before a tenant opens it
             remove_db(self.path)
             for old in (self.facts_dir, self.folder / "handoffs"):
                 shutil.rmtree(old, ignore_errors=True)

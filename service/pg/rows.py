@@ -154,6 +154,7 @@ class Built:
 
 
 def remove_db(path: Path) -> None:
+    Database.check_closed(path, "delete it")
     for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         p.unlink(missing_ok=True)
 

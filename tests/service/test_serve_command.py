@@ -7,66 +7,15 @@ import json
 import re
 import signal
 import ssl
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
-from tests.cli_env import cli_env
 from tests.service.conftest import gz, transcript_bytes
+from tests.service.serve_proc import cli as _cli
+from tests.service.serve_proc import serving as _serving
 
-MACUPOS = Path(sys.executable).parent / "macupos"
 QUERY_TIME = "2026-03-05T00:00:00Z"
-
-
-def _env(home: Path) -> dict[str, str]:
-    return cli_env(home, HOME=str(home.parent))
-
-
-def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(MACUPOS), *args], env=_env(home), capture_output=True, text=True, timeout=120, check=False
-    )
-
-
-@contextmanager
-def _serving(
-    home: Path, log: Path, *args: str, scheme: str = "http", verify: ssl.SSLContext | bool = True
-) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    with log.open("wb") as err:
-        proc = subprocess.Popen(
-            [str(MACUPOS), "-v", "serve", "--port", "0", *args], env=_env(home), stdout=err, stderr=err
-        )
-    try:
-        deadline = time.monotonic() + 60
-        url = None
-        while url is None:
-            found = re.search(rf"listening on ({scheme}://127\.0\.0\.1:\d+)", log.read_text(errors="replace"))
-            if found:
-                url = found.group(1)
-            elif proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"macupos serve did not start:\n{log.read_text(errors='replace')}")
-            else:
-                time.sleep(0.05)  # polling a file another process writes; bounded by the deadline above
-        for _ in range(200):  # listening, and the lifespan has run: /healthz answers
-            try:
-                if httpx.get(f"{url}/healthz", timeout=5, verify=verify).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        yield proc, url
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
 
 
 def test_serve_answers_like_the_local_cli_and_keys_are_managed_beside_it(tmp_path: Path) -> None:

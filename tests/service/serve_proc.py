@@ -1,0 +1,84 @@
+"""`macupos serve` (and any other `macupos` command) as a real process beside the test, on 127.0.0.1."""
+
+from __future__ import annotations
+
+import re
+import signal
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from tests.cli_env import cli_env
+
+__all__ = ["MACUPOS", "cli", "serve_env", "serving"]
+
+MACUPOS = Path(sys.executable).parent / "macupos"
+
+
+def serve_env(home: Path, **extra: str) -> dict[str, str]:
+    return cli_env(home, HOME=str(home.parent), **extra)
+
+
+def cli(home: Path, *args: str, timeout_s: float = 120, **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(MACUPOS), *args],
+        env=serve_env(home, **extra),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+
+
+def wait_listening(proc: subprocess.Popen[bytes], log: Path, scheme: str = "http") -> str:
+    """The URL a starting `macupos serve` announces in ``log`` (AssertionError when it dies or takes > 60 s)."""
+    deadline = time.monotonic() + 60
+    while True:
+        found = re.search(rf"listening on ({scheme}://127\.0\.0\.1:\d+)", log.read_text(errors="replace"))
+        if found:
+            return found.group(1)
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"macupos serve did not start:\n{log.read_text(errors='replace')}")
+        time.sleep(0.05)  # polling a file another process writes; bounded by the deadline above
+
+
+@contextmanager
+def serving(
+    home: Path,
+    log: Path,
+    *args: str,
+    scheme: str = "http",
+    verify: ssl.SSLContext | bool = True,
+    env: dict[str, str] | None = None,
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """`macupos -v serve --port 0 ARGS` until the block ends (SIGTERM, then SIGKILL after 30 s)."""
+    with log.open("ab") as err:
+        proc = subprocess.Popen(
+            [str(MACUPOS), "-v", "serve", "--port", "0", *args],
+            env=serve_env(home, **(env or {})),
+            stdout=err,
+            stderr=err,
+        )
+    try:
+        url = wait_listening(proc, log, scheme)
+        for _ in range(200):  # listening, and the lifespan has run: /healthz answers
+            try:
+                if httpx.get(f"{url}/healthz", timeout=5, verify=verify).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        yield proc, url
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
