@@ -35,7 +35,7 @@ from memory.errors import (
     StorageError,
     StorageIOError,
 )
-from memory.migrations import MIGRATIONS
+from memory.migrations import MIGRATIONS, split_sql
 from memory.storage_faults import is_busy, is_readonly, os_fault, sqlite_fault
 
 __all__ = ["SCHEMA_VERSION", "Database", "DatabaseInUseError"]
@@ -274,7 +274,7 @@ class Database:
             current = int(row[0]) if row else 0
             for version in range(current, target):
                 logger.info("migrating %s to schema %d", self.path, version + 1)
-                for statement in _split_sql(self._migrations[version]):
+                for statement in split_sql(self._migrations[version]):
                     await conn.execute(statement)
                 await conn.execute(f"PRAGMA user_version = {version + 1}")
 
@@ -413,20 +413,3 @@ class Database:
         if not is_busy(exc):
             raise exc
         return time.monotonic() - started >= self._busy_timeout_s
-
-
-def _split_sql(script: str) -> list[str]:
-    """Split a migration into statements; sqlite3.complete_statement keeps triggers and strings intact."""
-    statements: list[str] = []
-    buf = ""
-    for line in script.splitlines(keepends=True):
-        if not buf and line.strip().startswith("--"):
-            continue
-        buf += line
-        if sqlite3.complete_statement(buf):
-            if buf.strip():
-                statements.append(buf.strip())
-            buf = ""
-    if buf.strip():
-        statements.append(buf.strip())
-    return statements

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["MIGRATIONS"]
+import sqlite3
+
+__all__ = ["MIGRATIONS", "split_sql"]
 
 # Each entry upgrades the schema from version i to i + 1 (PRAGMA user_version).
 MIGRATIONS: tuple[str, ...] = (
@@ -210,3 +212,20 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX applied_events_origin_at ON applied_events(origin, at_ms);
     """,
 )
+
+
+def split_sql(script: str) -> list[str]:
+    """Split a migration into statements; sqlite3.complete_statement keeps triggers and strings intact."""
+    statements: list[str] = []
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        if not buf and line.strip().startswith("--"):
+            continue
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                statements.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        statements.append(buf.strip())
+    return statements

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tests.cli_env import cli_env
 
-__all__ = ["ROUNDS", "Beside", "integrity", "visible_rows"]
+__all__ = ["ROUNDS", "Beside", "database_text", "integrity", "visible_rows"]
 
 ROUNDS = 200  # the count docs/service.md promises
 MACUPOS = Path(sys.executable).parent / "macupos"
@@ -107,5 +107,16 @@ def integrity(db: Path) -> str:
     conn = sqlite3.connect(db, timeout=30)
     try:
         return "; ".join(str(r[0]) for r in conn.execute("PRAGMA integrity_check"))
+    finally:
+        conn.close()
+
+
+def database_text(db: Path) -> str:
+    """Everything ``db`` holds, as SQL text, read through SQLite: a test that looks for a string in a
+    database its own process holds open must not read the file's bytes (closing that descriptor would drop
+    the process's locks on it)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    try:
+        return "\n".join(conn.iterdump())
     finally:
         conn.close()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from service.settings import MB, Limits
 from tests.service.conftest import Server, claude_lines, gz, running_service, transcript_bytes
+from tests.soak import database_text
 
 REPO = Path(__file__).resolve().parents[2]
 ROLLOUT = next((REPO / "tests" / "memory" / "fixtures" / "codex").rglob("rollout-2025-11-02T09-15-00-*.jsonl"))
@@ -98,7 +99,7 @@ async def test_names_keep_their_kind_and_layout_and_never_leave_the_spool(servic
     spool = (service.home / "tenants" / "alice" / "spool").resolve()
     assert all(p.resolve().is_relative_to(spool) for p in _spooled(service))
     assert not (service.home / "tenants" / "bob").exists()
-    assert (service.home / "service.db").read_bytes().startswith(b"SQLite format 3")
+    assert "CREATE TABLE" in database_text(service.home / "service.db")  # through SQLite: the file is open here
 
 
 async def test_oversize_bodies_are_refused_with_413(tmp_path: Path) -> None:
