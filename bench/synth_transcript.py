@@ -24,8 +24,16 @@ def _para(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(_WORDS) for _ in range(n))
 
 
-def write_transcript(path: Path, target_bytes: int, *, session_id: str = "big-session", seed: int = 7) -> int:
-    """Write about `target_bytes` of transcript to `path`; returns the bytes written."""
+def write_transcript(
+    path: Path,
+    target_bytes: int,
+    *,
+    session_id: str = "big-session",
+    seed: int = 7,
+    tool_lines: tuple[int, int] = (200, 1200),
+) -> int:
+    """Write about `target_bytes` of transcript to `path`; returns the bytes written. ``tool_lines``: how many
+    lines a tool result has (fewer: more, shorter entries, little of them clipped at ingest)."""
     rng = random.Random(seed)
     written = 0
     n = 0
@@ -71,7 +79,7 @@ def write_transcript(path: Path, target_bytes: int, *, session_id: str = "big-se
                     },
                 }
             elif kind == 2:
-                body = "\n".join(f"{i:5d}  " + _para(rng, 12) for i in range(rng.randint(200, 1200)))
+                body = "\n".join(f"{i:5d}  " + _para(rng, 12) for i in range(rng.randint(*tool_lines)))
                 line = {
                     **base,
                     "type": "user",

@@ -10,7 +10,7 @@ import aiosqlite
 
 from memory.tokenize import tokenize
 
-__all__ = ["Vocabulary", "idf_table"]
+__all__ = ["Vocabulary", "distinct_words", "idf_table"]
 
 
 @dataclass(slots=True)
@@ -29,6 +29,23 @@ class Vocabulary:
 
 
 _VOCAB_TERMS = 500_000  # terms a run remembers before it starts again (a few tens of MB at most)
+_PIECE = 1 << 16  # characters tokenized at a time (then on to the next line end)
+
+
+def distinct_words(text: str) -> set[str]:
+    """``set(tokenize(text))``, tokenized a piece at a time.
+
+    A piece ends just after a line end, which no token, NFKC composition or lowercasing context crosses, so
+    the words are the same. Whole, a 50 MB transcript's token list took hundreds of MB, and normalizing and
+    lowercasing it was one C call holding the GIL for a second: the server's event loop stalled that long."""
+    words: set[str] = set()
+    start = 0
+    while start < len(text):
+        stop = text.find("\n", start + _PIECE)
+        stop = len(text) if stop < 0 else stop + 1
+        words.update(tokenize(text[start:stop]))
+        start = stop
+    return words
 
 
 async def idf_table(
@@ -41,7 +58,7 @@ async def idf_table(
             row = await cur.fetchone()
         vocab.n = int(row[0]) if row else 0
     n = vocab.n
-    words = sorted(set(tokenize(markdown)))[:5000]
+    words = sorted(distinct_words(markdown))[:5000]
     if len(vocab.df) + len(words) > _VOCAB_TERMS:
         vocab.df.clear()
     # This session's own counts, kept apart from the shared cache: another extraction running meanwhile may

@@ -258,6 +258,9 @@ def date_words(body: str) -> str:
     return f"{_WEEKDAYS[day.weekday()]} {d} {_MONTHS[mo - 1]} {y}"
 
 
+_FTS_BATCH = 256  # windows (a few KB of text each) put in the full-text index by one statement
+
+
 async def index_content(conn: aiosqlite.Connection, *, session_id: str, kind: str, parent_id: str, body: str) -> None:
     """Put a session's text in the full-text indexes (whole and by windows), replacing its previous text."""
     await run_async(conn, index_content_steps(session_id=session_id, kind=kind, parent_id=parent_id, body=body))
@@ -291,10 +294,12 @@ def index_content_steps(*, session_id: str, kind: str, parent_id: str, body: str
         " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [(i, session_id, credited, start, stop, prefix, rowid, ts, dur) for i, start, stop, prefix in rows],
     )
-    yield Op.many(
-        "INSERT INTO chunk_fts(rowid, body) VALUES(?, ?)",
-        [(i, prefix + body[start:stop]) for i, start, stop, prefix in rows],
-    )
+    # The windows' text a batch at a time: all at once it was one more copy of a transcript of tens of MB.
+    for at in range(0, len(rows), _FTS_BATCH):
+        yield Op.many(
+            "INSERT INTO chunk_fts(rowid, body) VALUES(?, ?)",
+            [(i, prefix + body[start:stop]) for i, start, stop, prefix in rows[at : at + _FTS_BATCH]],
+        )
 
 
 def index_new_contents_steps(texts: Sequence[tuple[str, str, str, str, tuple[float, float] | None]]) -> Steps[None]:

@@ -43,6 +43,7 @@ logger = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int, str], None]
 _MAX_PROBLEMS_KEPT = 200
 _NO_PRIVACY = Privacy()
+_SHA_PIECE = 1 << 20  # characters encoded at a time for a markdown's digest
 
 
 @dataclass(slots=True)
@@ -106,6 +107,14 @@ def _file_digest(path: Path) -> tuple[int, int, str]:
         while chunk := fh.read(1 << 20):
             h.update(chunk)
     return st.st_size, st.st_mtime_ns, h.hexdigest()
+
+
+def _text_sha(text: str) -> str:
+    """sha256 of ``text`` as UTF-8, encoded a piece at a time: no second copy of a big transcript's markdown."""
+    h = hashlib.sha256()
+    for at in range(0, len(text), _SHA_PIECE):
+        h.update(text[at : at + _SHA_PIECE].encode())
+    return h.hexdigest()
 
 
 def _parse_and_render(
@@ -219,17 +228,23 @@ async def _ingest_file(
     for t in transcripts:
         problems.extend(t.problems)
         report.types_skipped.update(t.skipped_types)
+    transcripts.clear()  # those stored are in ``rendered``, each let go once written (below)
+    n_rendered = len(rendered)
+    rendered.reverse()  # popped from the end, in the file's order
     # A grown file is read again from its start: its old bad lines were reported when they were new.
     seen = await store.problem_lines(db.conn, key) if old is not None and not force else set()
     report.add_problems([p for p in problems if (p.line_no, p.reason) not in seen])
     kept: list[str] = []  # the file's sessions, forgotten ones left out
     async with db.write() as conn:
-        for t, markdown in rendered:
+        while rendered:
+            # A transcript is let go once its row is written: a big one is tens of MB, not held while indexing.
+            t, markdown = rendered.pop()
             if await store.is_forgotten(conn, t.session_id):
                 continue
             kept.append(t.session_id)
-            content_sha = hashlib.sha256(markdown.encode()).hexdigest()
-            existing = await store.get_session(conn, t.session_id)
+            content_sha = _text_sha(markdown)
+            # Its header only: the stored markdown (as big as this one) is not needed to compare or replace it.
+            existing = await store.get_session(conn, t.session_id, markdown=False)
             if existing is not None and existing.content_sha == content_sha and not force:
                 report.count_session(t.session_id, "unchanged")
                 continue
@@ -250,16 +265,16 @@ async def _ingest_file(
             await store.put_session(
                 conn, t, markdown=markdown, content_sha=content_sha, duration_min=session_duration_min(t)
             )
-            await index.index_content(
-                conn, session_id=t.session_id, kind=t.kind.value, parent_id=t.parent_id, body=markdown
-            )
-            report.session_ids.append(t.session_id)
+            session_id, kind, parent_id = t.session_id, t.kind.value, t.parent_id
+            del t
+            await index.index_content(conn, session_id=session_id, kind=kind, parent_id=parent_id, body=markdown)
+            report.session_ids.append(session_id)
         await store.put_problems(conn, key, problems)
         await store.put_source(
             conn,
             store.SourceRow(key, size, mtime_ns, sha, tuple(kept), len(problems)),
         )
-    logger.info("stored %s (%d sessions)", src.path, len(rendered))
+    logger.info("stored %s (%d sessions)", src.path, n_rendered)
 
 
 def _another_file(other: Path, this: Path) -> str | None:

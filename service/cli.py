@@ -102,6 +102,22 @@ def _with_keys(ctx: click.Context, fn: Callable[[KeyStore], Awaitable[R]]) -> R:
     help="Seconds an upload (and its ingest) or an MCP call may take.",
 )
 @click.option(
+    "--head-timeout",
+    type=click.FloatRange(min=0.1),
+    default=_DEFAULTS.head_timeout_s,
+    show_default=True,
+    help="Seconds a client may take to send a request's headers (the connection is closed after).",
+)
+@click.option(
+    "--ingest-budget-mb",
+    type=click.FloatRange(min=0),
+    envvar="MACUPOS_SERVICE_INGEST_BUDGET_MB",
+    default=_DEFAULTS.ingest_budget_bytes / MB,
+    show_default=True,
+    help="Transcript MB ingested at once, all tenants together; uploads past it get 503 (0: no limit)."
+    " [MACUPOS_SERVICE_INGEST_BUDGET_MB]",
+)
+@click.option(
     "--max-open-tenants",
     type=click.IntRange(min=1),
     default=_DEFAULTS.max_open_tenants,
@@ -151,6 +167,8 @@ def serve_group(
     max_transcript_mb: float,
     request_timeout: float,
     upload_timeout: float,
+    head_timeout: float,
+    ingest_budget_mb: float,
     max_open_tenants: int,
 ) -> None:
     """Serve the memory over HTTP to many tenants: REST under /v1, MCP at /mcp, Prometheus at /metrics.
@@ -181,6 +199,8 @@ def serve_group(
         rate_burst=burst,
         request_timeout_s=request_timeout,
         upload_timeout_s=upload_timeout,
+        head_timeout_s=head_timeout,
+        ingest_budget_bytes=int(ingest_budget_mb * MB),
         max_open_tenants=max_open_tenants,
     )
     settings = ServiceSettings(

@@ -28,6 +28,17 @@ logger = logging.getLogger(__name__)
 _STALE_S = 3600.0  # spool scratch older than this is no live request's
 
 
+def _make_private(folder: Path) -> None:
+    """``folder`` and every missing folder above it made 0700 (``mkdir(parents=True)`` gives the ones above
+    the default mode, 0755 under the usual umask); folders that exist are left as they are."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for made in reversed(missing):
+        made.mkdir(mode=0o700, exist_ok=True)
+
+
 class EmbeddedTenant:
     """A tenant's memory, opened on first use; ``spool_dir``: scratch for uploads and exports (``spool/``)."""
 
@@ -42,9 +53,10 @@ class EmbeddedTenant:
         self._facts: FactsApi | None = None
 
     def _make_home(self) -> None:
-        # 0700: one tenant's files are no business of other local users either.
+        # 0700: one tenant's files are no business of other local users either. `macupos serve` also sets a
+        # umask of 077 (service/server.py), which covers the folders and files other code paths make.
         for folder in (self.settings.home.parent, self.settings.home, self.spool_dir):
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _make_private(folder)
         # Scratch a killed server left behind (a body half received, an export never sent).
         cutoff = time.time() - _STALE_S
         for leftover in (self.spool_dir / "tmp").glob("*"):

@@ -17,12 +17,15 @@ from memory import store
 from memory.api import Eywa
 from memory.handoff_format import from_markdown
 from memory.ingest import IngestReport
+from memory.redact import Redactor
 from memory.settings import MemorySettings
 from service.bodies import body_chunks, read_body, read_json
 from service.calls import Call, endpoint
 from service.errors import BadRequest, Conflict, ScriptFailed, Unprocessable
+from service.ingest_budget import declared_bytes, ingest_budget
 from service.params import parse_instant, text_param
-from service.spool import name_parts, safe_part, spool_path
+from service.spool import name_parts, safe_part, spool_path, spooled_holding
+from service.spool_redact import LineRedactor
 from service.tenants import Tenant
 
 __all__ = ["forget_route", "forget_session", "handoff_upload_route", "script_route", "transcript_upload_route"]
@@ -30,12 +33,20 @@ __all__ = ["forget_route", "forget_session", "handoff_upload_route", "script_rou
 _FLUSH = 1 << 20
 
 
-async def _spool_body(request: Request, spool: Path, limit: int) -> tuple[Path, int]:
-    """The body (gunzipped) in a temporary file of the spool; (its path, its size)."""
+async def _spool_body(request: Request, spool: Path, limit: int, redactor: Redactor) -> tuple[Path, int]:
+    """The body (gunzipped), redacted line by line, in a temporary file of the spool; (its path, the size
+    received). No raw byte is written, not even to the temporary file (service/spool_redact.py)."""
     tmp_dir = spool / "tmp"
     await asyncio.to_thread(tmp_dir.mkdir, mode=0o700, parents=True, exist_ok=True)
     tmp = tmp_dir / f"{secrets.token_hex(8)}.part"
     fh = await asyncio.to_thread(tmp.open, "wb")
+    lines = LineRedactor(redactor, fh.write)
+
+    def put(data: bytes, last: bool = False) -> None:  # redacting is CPU work: on the thread, with the write
+        lines.feed(data)
+        if last:
+            lines.finish()
+
     size = 0
     try:
         buf = bytearray()
@@ -43,9 +54,9 @@ async def _spool_body(request: Request, spool: Path, limit: int) -> tuple[Path, 
             buf += chunk
             size += len(chunk)
             if len(buf) >= _FLUSH:
-                await asyncio.to_thread(fh.write, bytes(buf))
+                await asyncio.to_thread(put, bytes(buf))
                 buf.clear()
-        await asyncio.to_thread(fh.write, bytes(buf))
+        await asyncio.to_thread(put, bytes(buf), True)
     except BaseException:
         fh.close()
         tmp.unlink(missing_ok=True)
@@ -90,14 +101,17 @@ async def _live(eywa: Eywa, ids: list[str]) -> list[str]:
 async def transcript_upload_route(request: Request, call: Call) -> Response:
     """One Claude Code JSONL or Codex rollout, ingested; the same or a grown file again is idempotent."""
     name = text_param(request, "name", required=True)
+    budget = ingest_budget(request)
+    budget.check(declared_bytes(request))  # 503 before the body is read when its declared size cannot fit
     spool = call.tenant.spool_dir
-    target = spool_path(spool, name)
-    tmp, size = await _spool_body(request, spool, call.service.settings.limits.transcript_bytes)
+    eywa = await call.tenant.eywa()
+    target = spool_path(spool, name, eywa.redactor)  # a token in the name stays out of paths, rows and logs
+    tmp, size = await _spool_body(request, spool, call.service.settings.limits.transcript_bytes, eywa.redactor)
     if size == 0:
         tmp.unlink(missing_ok=True)
         raise BadRequest("the body is empty: send the transcript file")
-    eywa = await call.tenant.eywa()
-    async with call.tenant.ingest_lock:  # one ingest of this tenant at a time; the file stays put meanwhile
+    # One ingest of this tenant at a time, the file put meanwhile; then the server-wide budget (503 past it).
+    async with call.tenant.ingest_lock, budget.hold(size, discard=tmp):
         try:
             previous = await asyncio.to_thread(_install, tmp, target)
         finally:
@@ -122,6 +136,8 @@ async def transcript_upload_route(request: Request, call: Call) -> Response:
                 await asyncio.to_thread(os.replace, previous, target)
             else:
                 previous.unlink(missing_ok=True)
+        if refused is None and not sessions:  # all it held is forgotten (or kept out): no copy stays
+            await asyncio.to_thread(_remove_spooled, spool, [target.resolve()])
     if refused is not None:
         raise Unprocessable(refused)
     counted: dict[str, int] = {"new": 0, "updated": 0, "unchanged": 0}
@@ -198,8 +214,8 @@ def _remove_spooled(spool: Path, files: list[Path]) -> None:
 
 @endpoint("/v1/sessions/{id}", scope="write")
 async def forget_route(request: Request, call: Call) -> Response:
-    """Forget a session and its subagents; later uploads and imports leave them out. The spooled transcript
-    goes too once every session it held is forgotten."""
+    """Forget a session and its subagents; later uploads and imports leave them out. Every spooled transcript
+    that held them (under any name it was uploaded with) goes too once every session it held is forgotten."""
     return JSONResponse({"forgotten": await forget_session(call.tenant, request.path_params["id"])})
 
 
@@ -210,12 +226,14 @@ async def forget_session(tenant: Tenant, session_id: str) -> list[str]:
     async with tenant.ingest_lock:
         view = await eywa.show(session_id, transcript=False)  # SessionNotFoundError: 404
         ids = [session_id, *view.subagents]
-        paths = set()
+        paths: set[Path] = set()
         for sid in ids:  # their source files only, not their (possibly megabytes of) markdown
             row = await store.get_session(eywa.db.conn, sid, markdown=False)
             if row is not None and row.source_path:
                 paths.add(Path(row.source_path).resolve())
         removed = await eywa.forget(session_id)
+        # The session row names one file; the same session uploaded under another name is in another.
+        paths |= await spooled_holding(eywa.db.conn, tenant.spool_dir, {*ids, *removed})
         gone: list[Path] = []
         for p in sorted(paths):
             if not p.is_relative_to(root):

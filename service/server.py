@@ -1,9 +1,11 @@
 """Running the app under uvicorn: the listening socket (bound first, so its real port can be announced),
-TLS when a certificate is given, and a log filter that keeps keys out of every log line."""
+TLS when a certificate is given, limits on the request head (service/http_limits.py), owner-only files,
+and a log filter that keeps keys out of every log line."""
 
 from __future__ import annotations
 
 import logging
+import os
 import socket
 from collections.abc import Callable
 
@@ -11,11 +13,17 @@ import uvicorn
 
 from memory.settings import MemorySettings
 from service.app import build_app, embedded_store
+from service.http_limits import limited_protocol
 from service.keys import mask_keys
 from service.settings import ServiceSettings
 from service.tenants import TenantStore
 
-__all__ = ["KeyMask", "bind", "serve"]
+__all__ = ["OWNER_ONLY_UMASK", "KeyMask", "bind", "serve"]
+
+# Every folder and file the server makes (tenant homes, SQLite databases and their -wal/-shm, handoffs,
+# spool) is its owner's alone, whatever a code path's own mkdir or open asks and without relying on the
+# systemd unit's UMask: a tenant's memory is no business of other local users.
+OWNER_ONLY_UMASK = 0o077
 
 
 class KeyMask(logging.Filter):
@@ -61,6 +69,7 @@ async def serve(
 ) -> None:
     """Serve until SIGINT or SIGTERM; the lifespan closes every tenant (writing facts snapshots)."""
     install_key_mask()
+    os.umask(OWNER_ONLY_UMASK)
     if settings.web.local:
         from service.web.local import LocalTenantStore
 
@@ -88,6 +97,7 @@ async def serve(
         timeout_keep_alive=30,
         timeout_graceful_shutdown=15,
         lifespan="on",
+        http=limited_protocol(settings.limits),
     )
     server = uvicorn.Server(config)
     config.load()

@@ -15,7 +15,7 @@ MB = 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Body caps (bytes, after gunzip), per-key rate limits and request deadlines; docs/service.md lists them."""
+    """Body and head caps (bytes, after gunzip), per-key rate limits, deadlines; docs/service.md lists them."""
 
     transcript_bytes: int = 50 * MB
     handoff_bytes: int = 1 * MB
@@ -29,6 +29,17 @@ class Limits:
     upload_timeout_s: float = 300.0  # a 50 MB transcript: its body, its parse and its handoffs
     max_open_tenants: int = 32  # tenants whose databases stay open (least recently used closed first)
     handoffs_page_max: int = 500
+    # Transcript bytes being ingested at once, all tenants together (service/ingest_budget.py): an ingest
+    # takes a few times its file's size in memory; past this an upload is answered 503. 0: no budget.
+    ingest_budget_bytes: int = 64 * MB  # one 45 MB upload at a time, with smaller ones beside it
+    # The request head (request line and header fields), checked below the app (service/http_limits.py):
+    # past this size a 431, and a connection whose head takes longer than this is closed (slowloris).
+    header_bytes: int = 64 * 1024
+    head_timeout_s: float = 10.0
+    # GET /mcp event streams: open at once per key (more are answered 429), and how long one stays open
+    # before it is ended (clients reconnect); each holds its tenant open while it lasts.
+    mcp_streams_per_key: int = 4
+    mcp_stream_s: float = 900.0
 
 
 @dataclass(frozen=True, slots=True)

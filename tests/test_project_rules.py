@@ -1,12 +1,13 @@
-"""The project's standing rules, checked on every run: import direction, lint and strict typing."""
+"""The project's standing rules, checked on every run: import direction, lint, strict typing, and that only
+SQLite touches a database file."""
 
 from __future__ import annotations
 
 import ast
 import re
 import subprocess
-import textwrap
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest

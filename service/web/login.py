@@ -20,9 +20,25 @@ from service.web.initdata import InitDataError, check_init_data
 from service.web.local import LOCAL_TENANT
 from service.web.logins import COOKIE, PRE_COOKIE, Login, same_token
 
-__all__ = ["LoginRoutes"]
+__all__ = ["LOGIN_ERRORS", "UNKNOWN_LOGIN_ERROR", "LoginRoutes", "login_error"]
 
 _FORM_TTL_S = 3600
+
+# What `/login?error=CODE` may say. The page shows only these fixed texts, never the parameter itself: a
+# link to this site must not be able to put words of its choosing (a phishing "call this number") on it.
+LOGIN_ERRORS = {
+    "expired": "Your session has ended: log in again.",
+    "invalid_key": "That API key is not valid (unknown or revoked).",
+    "form_expired": "The login form expired: log in again.",
+}
+UNKNOWN_LOGIN_ERROR = "The login did not succeed: try again."
+
+
+def login_error(code: str) -> str:
+    """The fixed text for ``?error=code``: "" without one, a generic text for a code not in LOGIN_ERRORS."""
+    if not code:
+        return ""
+    return LOGIN_ERRORS.get(code, UNKNOWN_LOGIN_ERROR)
 
 
 class LoginRoutes:
@@ -56,7 +72,12 @@ class LoginRoutes:
             return RedirectResponse(to, status_code=303)
         form_token = secrets.token_urlsafe(24)
         response = web.render(
-            request, "login.html", form_token=form_token, next=to, telegram=web.settings.telegram, error=""
+            request,
+            "login.html",
+            form_token=form_token,
+            next=to,
+            telegram=web.settings.telegram,
+            error=login_error(request.query_params.get("error", "")),
         )
         web.set_cookie(request, response, PRE_COOKIE, form_token, _FORM_TTL_S)
         return response
@@ -85,7 +106,7 @@ class LoginRoutes:
                     form_token=form_token,
                     next=local_path(form.get("next", "/")),
                     telegram=web.settings.telegram,
-                    error="That API key is not valid (unknown or revoked).",
+                    error=LOGIN_ERRORS["invalid_key"],
                 )
                 web.set_cookie(request, response, PRE_COOKIE, form_token, _FORM_TTL_S)
                 return response
