@@ -3,7 +3,8 @@
 Real `macupos serve` processes on 127.0.0.1 (no rate limit), this tree's and, with ``--old-src DIR`` (e.g.
 ``git archive HEAD memory bot relay bench service | tar -x -C DIR``), that code's, side by side on the
 same synthetic transcript (bench/synth_transcript.py). Each phase starts a fresh server on the same home,
-so its growth is measured from that server's own resting RSS (sampled every 5 ms from /proc/PID/status):
+so its growth is measured from that server's own resting RSS (sampled every 5 ms from /proc/PID/status),
+and also with every process under it counted (an upload's ingest runs in a child process of its own):
 
 - ``one``: one ~45 MB upload to one tenant; peak RSS growth, and the upload's seconds;
 - ``again``: the unchanged file again under a new name (the same tenant);
@@ -28,7 +29,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +65,24 @@ def _cli(home: Path, src: Path, *args: str) -> str:
 
 
 def _rss_mb(pid: int, field: str = "VmRSS") -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:  # a child that has just ended
+        pass
     return 0.0
+
+
+def _tree_rss_mb(pid: int) -> float:
+    """The RSS of ``pid`` and every process under it (the server's ingest processes)."""
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += _rss_mb(p)
+        with suppress(OSError):
+            todo += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+    return total
 
 
 @contextmanager
@@ -103,18 +118,22 @@ def serving(home: Path, src: Path, log: Path, env: dict[str, str]) -> Iterator[t
 
 
 class Sampler:
-    """The server's RSS every 5 ms, on a thread: its peak above the resting RSS when it started."""
+    """The server's RSS every 5 ms, on a thread: its peak above the resting RSS when it started; the same for
+    the server with every process under it (an upload's ingest runs in one of its own)."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.base = _rss_mb(pid)
         self.peak = self.base
+        self.tree_base = _tree_rss_mb(pid)
+        self.tree_peak = self.tree_base
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
             self.peak = max(self.peak, _rss_mb(self.pid))
+            self.tree_peak = max(self.tree_peak, _tree_rss_mb(self.pid))
             self._stop.wait(0.005)
 
     def __enter__(self) -> Sampler:
@@ -179,6 +198,7 @@ def _phase(url: str, pid: int, reader: str, jobs: list[tuple[str, str, bytes]]) 
         "rss_base_mb": round(rss.base),
         "growth_mb": round(rss.peak - rss.base),
         "hwm_growth_mb": round(rss.hwm - rss.base),
+        "with_children_growth_mb": round(rss.tree_peak - rss.tree_base),
         "upload_s": max(t["s"] for t in took),
         "refused_503": sum(t["refused"] for t in took),
         "neighbour": neighbour,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -118,6 +119,11 @@ async def _extract_one(
         use_llm = False
         if report is not None:
             report.budget_capped.append(session_id)
+    # The markdown's words first: without the model nothing else needs the markdown (as large as the file),
+    # so it goes before the file is parsed again and the two are never held together.
+    idf = await idf_table(db.conn, row.markdown, vocab)
+    markdown = row.markdown if use_llm else ""
+    row = replace(row, markdown="")
     t = await asyncio.to_thread(_reparse_for_extraction, row, redactor, settings.tool_output_limit)
     if t is None:
         # The source file is gone: extract from what the database holds (header only).
@@ -133,11 +139,10 @@ async def _extract_one(
             started_at=row.started_at,
             ended_at=row.ended_at,
         )
-    idf = await idf_table(db.conn, row.markdown, vocab)
     spent: list[Spend] = []
     h = await extract_handoff(
         t,
-        row.markdown,
+        markdown,
         use_llm=use_llm,
         model=settings.llm_model,
         env=settings.claude_env,

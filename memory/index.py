@@ -22,7 +22,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
-from collections.abc import Sequence, Set
+from collections.abc import Callable, Sequence, Set
+from dataclasses import dataclass
 
 import aiosqlite
 
@@ -35,11 +36,14 @@ __all__ = [
     "FIELD_PROJECT",
     "INDEXED_KINDS",
     "TURNS_PER_CHUNK",
+    "ContentLayout",
     "chunk_spans",
+    "content_layout",
     "date_words",
     "handoff_terms",
     "index_content",
     "index_content_steps",
+    "index_content_utf8",
     "index_handoff",
     "index_handoff_steps",
     "index_new_contents_steps",
@@ -259,6 +263,27 @@ def date_words(body: str) -> str:
 
 
 _FTS_BATCH = 256  # windows (a few KB of text each) put in the full-text index by one statement
+_ENCODE_PIECE = 1 << 20  # characters encoded at a time to measure a window in bytes
+Buffer = bytes | bytearray
+
+
+@dataclass(frozen=True, slots=True)
+class ContentLayout:
+    """Where a session's text splits into its windows, in characters and in UTF-8 bytes, and its start date
+    in words: all the indexing needs of the text itself besides its UTF-8 bytes."""
+
+    windows: list[tuple[int, int, int, int]]  # char start, char stop, byte start, byte stop
+    date: str
+
+
+def content_layout(body: str) -> ContentLayout:
+    windows = []
+    byte_at = 0
+    for start, stop in chunk_spans(body):  # contiguous: each starts where the one before stopped
+        size = sum(len(body[at : min(at + _ENCODE_PIECE, stop)].encode()) for at in range(start, stop, _ENCODE_PIECE))
+        windows.append((start, stop, byte_at, byte_at + size))
+        byte_at += size
+    return ContentLayout(windows, date_words(body))
 
 
 async def index_content(conn: aiosqlite.Connection, *, session_id: str, kind: str, parent_id: str, body: str) -> None:
@@ -266,16 +291,40 @@ async def index_content(conn: aiosqlite.Connection, *, session_id: str, kind: st
     await run_async(conn, index_content_steps(session_id=session_id, kind=kind, parent_id=parent_id, body=body))
 
 
+async def index_content_utf8(
+    conn: aiosqlite.Connection, *, session_id: str, kind: str, parent_id: str, utf8: Buffer, layout: ContentLayout
+) -> None:
+    """:func:`index_content` of a text given as its UTF-8 bytes and :func:`content_layout`: a big session's
+    text (two bytes a character in Python once one character is past Latin-1) need not be held meanwhile."""
+    steps = _content_steps(session_id, kind, parent_id, utf8, layout, lambda w: utf8[w[2] : w[3]], new=False)
+    await run_async(conn, steps)
+
+
 def index_content_steps(*, session_id: str, kind: str, parent_id: str, body: str, new: bool = False) -> Steps[None]:
     """:func:`index_content` as statements (:mod:`memory.sqlsteps`), for either kind of connection.
 
     ``new``: the caller knows the session has no text indexed yet (nothing to take out first).
     """
+    layout = ContentLayout([(start, stop, 0, 0) for start, stop in chunk_spans(body)], date_words(body))
+    return _content_steps(session_id, kind, parent_id, body, layout, lambda w: body[w[0] : w[1]], new=new)
+
+
+def _content_steps(
+    session_id: str,
+    kind: str,
+    parent_id: str,
+    whole: str | Buffer,
+    layout: ContentLayout,
+    text_of: Callable[[tuple[int, int, int, int]], str | Buffer],
+    *,
+    new: bool,
+) -> Steps[None]:
     if not new:
         yield from _unindex_content(session_id)
+    # CAST: UTF-8 bytes are stored as the text they are (a str is left as it is).
     rowid = yield Op.rowid(
-        "INSERT INTO content(session_id, kind, parent_id, body) VALUES(?, ?, ?, ?)",
-        (session_id, kind, parent_id, body),
+        "INSERT INTO content(session_id, kind, parent_id, body) VALUES(?, ?, ?, CAST(? AS TEXT))",
+        (session_id, kind, parent_id, whole),
     )
     yield Op.run("INSERT OR REPLACE INTO content_rows(session_id, row) VALUES(?, ?)", (session_id, rowid))
     credited = parent_id if kind == "subagent" and parent_id else session_id
@@ -284,22 +333,25 @@ def index_content_steps(*, session_id: str, kind: str, parent_id: str, body: str
     posted = yield Op.row("SELECT ts, dur FROM postings WHERE field = 2 AND term = '' AND session_id = ?", (credited,))
     ts, dur = (float(posted[0]), float(posted[1])) if posted else (None, 0.0)
     # The date goes with the first window: a session is also recalled by when it happened ("in May").
-    date = date_words(body)
-    rows = [
-        (base + i + 1, start, stop, f"{date}\n" if i == 0 and date else "")
-        for i, (start, stop) in enumerate(chunk_spans(body))
-    ]
+    date = layout.date
+    rows = [(base + i + 1, w, f"{date}\n" if i == 0 and date else "") for i, w in enumerate(layout.windows)]
     yield Op.many(
         "INSERT INTO chunks(id, session_id, handoff_id, start, stop, prefix, row, ts, dur)"
         " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(i, session_id, credited, start, stop, prefix, rowid, ts, dur) for i, start, stop, prefix in rows],
+        [(i, session_id, credited, w[0], w[1], prefix, rowid, ts, dur) for i, w, prefix in rows],
     )
     # The windows' text a batch at a time: all at once it was one more copy of a transcript of tens of MB.
     for at in range(0, len(rows), _FTS_BATCH):
         yield Op.many(
-            "INSERT INTO chunk_fts(rowid, body) VALUES(?, ?)",
-            [(i, prefix + body[start:stop]) for i, start, stop, prefix in rows[at : at + _FTS_BATCH]],
+            "INSERT INTO chunk_fts(rowid, body) VALUES(?, CAST(? AS TEXT))",
+            [(i, _prefixed(prefix, text_of(w))) for i, w, prefix in rows[at : at + _FTS_BATCH]],
         )
+
+
+def _prefixed(prefix: str, text: str | Buffer) -> str | Buffer:
+    if not prefix:
+        return text
+    return prefix + text if isinstance(text, str) else prefix.encode() + text
 
 
 def index_new_contents_steps(texts: Sequence[tuple[str, str, str, str, tuple[float, float] | None]]) -> Steps[None]:

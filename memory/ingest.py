@@ -43,7 +43,7 @@ logger = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int, str], None]
 _MAX_PROBLEMS_KEPT = 200
 _NO_PRIVACY = Privacy()
-_SHA_PIECE = 1 << 20  # characters encoded at a time for a markdown's digest
+_SHA_PIECE = 1 << 20  # characters encoded at a time for a markdown's UTF-8 copy and digest
 
 
 @dataclass(slots=True)
@@ -109,12 +109,25 @@ def _file_digest(path: Path) -> tuple[int, int, str]:
     return st.st_size, st.st_mtime_ns, h.hexdigest()
 
 
-def _text_sha(text: str) -> str:
-    """sha256 of ``text`` as UTF-8, encoded a piece at a time: no second copy of a big transcript's markdown."""
+def _utf8_and_sha(text: str) -> tuple[bytearray, str]:
+    """``text`` as UTF-8 in a buffer of its exact size, and that encoding's sha256.
+
+    Encoded a piece at a time, twice (to size the buffer, then to fill it): handing SQLite the ``str``
+    itself makes Python encode it whole, into a buffer of three bytes a character that is then cut down
+    and kept on the string (a 33 MB markdown cost 130 MB more at its peak; docs/benchmarks.md)."""
     h = hashlib.sha256()
+    size = 0
     for at in range(0, len(text), _SHA_PIECE):
-        h.update(text[at : at + _SHA_PIECE].encode())
-    return h.hexdigest()
+        piece = text[at : at + _SHA_PIECE].encode()
+        h.update(piece)
+        size += len(piece)
+    out = bytearray(size)
+    done = 0
+    for at in range(0, len(text), _SHA_PIECE):
+        piece = text[at : at + _SHA_PIECE].encode()
+        out[done : done + len(piece)] = piece
+        done += len(piece)
+    return out, h.hexdigest()
 
 
 def _parse_and_render(
@@ -127,6 +140,8 @@ def _parse_and_render(
         for t in transcripts
         if t.entries or t.summaries
     ]
+    for t in transcripts:  # only the markdown is stored and indexed from here on: the parsed text can go
+        t.shed()
     return transcripts, rendered
 
 
@@ -242,7 +257,7 @@ async def _ingest_file(
             if await store.is_forgotten(conn, t.session_id):
                 continue
             kept.append(t.session_id)
-            content_sha = _text_sha(markdown)
+            utf8, content_sha = _utf8_and_sha(markdown)
             # Its header only: the stored markdown (as big as this one) is not needed to compare or replace it.
             existing = await store.get_session(conn, t.session_id, markdown=False)
             if existing is not None and existing.content_sha == content_sha and not force:
@@ -262,12 +277,19 @@ async def _ingest_file(
                 if rival is not None:
                     logger.info("session %s is in %s and in %s; keeping the latter", t.session_id, rival, key)
                     report.clashes.append((t.session_id, t.source_path, existing.source_path))
+            # From here the text goes as UTF-8 (one byte a character where Python holds two once one character
+            # is past Latin-1): the str is let go before SQLite and the full-text index take their copies.
+            layout = index.content_layout(markdown)
+            del markdown
             await store.put_session(
-                conn, t, markdown=markdown, content_sha=content_sha, duration_min=session_duration_min(t)
+                conn, t, markdown=utf8, content_sha=content_sha, duration_min=session_duration_min(t)
             )
             session_id, kind, parent_id = t.session_id, t.kind.value, t.parent_id
             del t
-            await index.index_content(conn, session_id=session_id, kind=kind, parent_id=parent_id, body=markdown)
+            await index.index_content_utf8(
+                conn, session_id=session_id, kind=kind, parent_id=parent_id, utf8=utf8, layout=layout
+            )
+            del utf8
             report.session_ids.append(session_id)
         await store.put_problems(conn, key, problems)
         await store.put_source(
@@ -308,4 +330,4 @@ def _goes_further(stored: store.SessionRow, stored_key: str, t: Transcript, key:
     def reach(ended_at: str, entries: int, path: str) -> tuple[float, int, str]:
         return (store.handoff_ts(ended_at), entries, path)  # undated: 0
 
-    return reach(stored.ended_at, stored.n_entries, stored_key) > reach(t.ended_at, len(t.entries), key)
+    return reach(stored.ended_at, stored.n_entries, stored_key) > reach(t.ended_at, t.entry_count, key)

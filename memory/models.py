@@ -89,6 +89,16 @@ class Transcript:
     lines_read: int = 0
     bytes_read: int = 0
     subagents: list[Transcript] = field(default_factory=list)  # inline sidechains split out of the main file
+    shed_entries: int = 0  # entries let go once rendered (a big transcript's are most of its memory)
+
+    @property
+    def entry_count(self) -> int:
+        return len(self.entries) + self.shed_entries
+
+    def shed(self) -> None:
+        """Let the entries go, keeping their count: an ingest needs only the markdown once rendered."""
+        self.shed_entries += len(self.entries)
+        self.entries = []
 
 
 @dataclass(slots=True)

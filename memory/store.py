@@ -162,9 +162,15 @@ _SESSION_COLS_BRIEF = _SESSION_COLS.replace(" markdown,", " '' AS markdown,")  #
 
 
 async def put_session(
-    conn: aiosqlite.Connection, t: Transcript, *, markdown: str, content_sha: str, duration_min: float
+    conn: aiosqlite.Connection,
+    t: Transcript,
+    *,
+    markdown: str | bytes | bytearray,
+    content_sha: str,
+    duration_min: float,
 ) -> None:
-    """Insert or replace a session; its extraction becomes pending again.
+    """Insert or replace a session; its extraction becomes pending again. ``markdown`` may come as its UTF-8
+    bytes (stored as text all the same), which spares a big one's second encoding.
 
     A parent link made earlier (`link_parent`, e.g. a Codex rollout the relay caused) survives a re-read
     of a transcript that does not name its parent itself.
@@ -172,7 +178,7 @@ async def put_session(
     await conn.execute(
         f"INSERT OR REPLACE INTO sessions({_SESSION_COLS}, updated_at)"
         " VALUES (?, ?, COALESCE(NULLIF(?, ''), (SELECT parent_id FROM sessions WHERE session_id = ?), ''),"
-        " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+        " ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?, 'pending', ?)",
         (
             t.session_id,
             t.kind.value,
@@ -186,7 +192,7 @@ async def put_session(
             t.started_at,
             t.ended_at,
             duration_min,
-            len(t.entries),
+            t.entry_count,
             markdown,
             content_sha,
             now_iso(),

@@ -21,6 +21,7 @@ from service.calls import Service, error_response
 from service.embedded import EmbeddedTenantStore
 from service.errors import NotFound, ServiceError
 from service.export import export_route
+from service.ingest_process import IngestProcesses
 from service.keys import SqliteKeyStore
 from service.mcp_mount import McpEndpoint
 from service.metrics import Metrics
@@ -85,13 +86,18 @@ def build_app(settings: ServiceSettings, open_store: StoreFactory) -> Starlette:
             key_limiter=RateLimiter(limits.rate_per_s, limits.rate_burst),
             register_limiter=RateLimiter(limits.register_per_hour / 3600, limits.register_per_hour),
             register_global=RateLimiter(limits.register_global_per_hour / 3600, limits.register_global_per_hour),
+            ingests=IngestProcesses(),
         )
+        app.state.service.ingests.start()
         metrics.gauge("macupos_tenants_open", "Tenants whose memory is open now.", lambda: float(tenants.open_count()))
         try:
             async with mcp.run():
                 yield
         finally:
-            await tenants.close()
+            try:
+                await app.state.service.ingests.close()
+            finally:
+                await tenants.close()
 
     routes: list[BaseRoute] = [
         Route("/healthz", healthz_route, methods=["GET"]),

@@ -31,6 +31,7 @@ from service.errors import (
     Unauthorized,
     Unprocessable,
 )
+from service.ingest_process import IngestProcesses
 from service.metrics import Metrics
 from service.ratelimit import RateLimiter
 from service.settings import ServiceSettings
@@ -65,6 +66,7 @@ class Service:
     key_limiter: RateLimiter
     register_limiter: RateLimiter  # per client address
     register_global: RateLimiter  # all addresses together
+    ingests: IngestProcesses  # an upload's ingest runs in a child process (service/ingest_process.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,24 +1,18 @@
 """The server-wide budget for transcript ingests running at once, in bytes of transcript.
 
 An ingest's memory grows with its transcript (parsed entries, the rendered markdown, its full-text index:
-a few times the file's size), and every tenant's ingests share one process. So an upload is admitted only
+a few times the file's size), and every tenant's ingests share one machine (each in a process of its own,
+service/ingest_process.py). So an upload is admitted only
 while the bytes being ingested, its own included, stay within ``Limits.ingest_budget_bytes``; past it the
 answer is 503 with a ``Retry-After``, and nothing of the upload is kept. An upload is always admitted when
 no other ingest runs, so one larger than the whole budget (but within the body cap) still goes in.
-
-After the last ingest running ends, the C allocator is asked to hand the memory it freed back to the system:
-glibc keeps it otherwise, and the next big ingest, on another thread, takes as much again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
-import functools
 import math
-import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -33,22 +27,6 @@ __all__ = ["IngestBudget", "declared_bytes", "ingest_budget"]
 _STATE_KEY = "ingest_budget"
 _INGEST_BYTES_PER_S = 4 * MB  # about what one ingest gets through on a loaded core: for Retry-After
 _RETRY_MAX_S = 60
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
-    try:
-        return ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):  # a libc without it (musl)
-        return None
-
-
-def _trim_malloc() -> None:
-    """Give the C heap's free memory back to the system (glibc only; elsewhere nothing)."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
 
 
 class IngestBudget:
@@ -94,8 +72,6 @@ class IngestBudget:
         finally:
             self.in_flight -= size
             self.running -= 1
-            if self.running == 0:
-                await asyncio.to_thread(_trim_malloc)
 
 
 def ingest_budget(request: Request) -> IngestBudget:

@@ -16,9 +16,7 @@ from starlette.responses import JSONResponse, Response
 from memory import store
 from memory.api import Eywa
 from memory.handoff_format import from_markdown
-from memory.ingest import IngestReport
 from memory.redact import Redactor
-from memory.settings import MemorySettings
 from service.bodies import body_chunks, read_body, read_json
 from service.calls import Call, endpoint
 from service.errors import BadRequest, Conflict, ScriptFailed, Unprocessable
@@ -78,21 +76,6 @@ def _install(tmp: Path, target: Path) -> Path | None:
     return previous
 
 
-async def _ingest_apart(settings: MemorySettings, path: Path, use_llm: bool) -> IngestReport:
-    """Ingest one file on a worker thread, with its own event loop and its own connection to the tenant's
-    database. Parsing, rendering and extracting a big transcript is seconds of CPU work; on the server's
-    loop it would stall every tenant's requests for that long, on a thread they share the CPU with it."""
-
-    async def main() -> IngestReport:
-        eywa = await Eywa.open(settings)
-        try:
-            return await eywa.ingest([path], use_llm=use_llm)
-        finally:
-            await eywa.close()
-
-    return await asyncio.to_thread(asyncio.run, main())
-
-
 async def _live(eywa: Eywa, ids: list[str]) -> list[str]:
     return [sid for sid in sorted(ids) if not await store.is_forgotten(eywa.db.conn, sid)]
 
@@ -116,7 +99,7 @@ async def transcript_upload_route(request: Request, call: Call) -> Response:
             previous = await asyncio.to_thread(_install, tmp, target)
         finally:
             tmp.unlink(missing_ok=True)
-        work = asyncio.ensure_future(_ingest_apart(eywa.settings, target, call.service.settings.use_llm))
+        work = asyncio.ensure_future(call.service.ingests.ingest(eywa.settings, target, call.service.settings.use_llm))
         try:
             report = await asyncio.shield(work)
         except asyncio.CancelledError:  # past the deadline: the file's ingest still ends, under this lock

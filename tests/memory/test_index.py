@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -221,3 +222,37 @@ async def test_schema_5_gives_postings_and_windows_their_handoffs_duration(tmp_p
         ]
     finally:
         await db.close()
+
+
+async def test_a_text_indexed_from_its_utf8_bytes_gives_the_same_rows_as_from_its_str(tmp_path: Path) -> None:
+    """Ingest hands the index a big session's text as UTF-8 bytes: windows, offsets and matches stay as
+    they are for the same text given as a str (multi-byte characters before, inside and across windows)."""
+    turns = "".join(f"## {i:02d} · user\n\nfix the zeppelin → café ünïcode 🚀 step {i}\n\n" for i in range(40))
+    body = f"# Session\n\n- started: 2026-03-02T10:00:00Z\n\n{turns}"
+    rows = []
+    for name, utf8 in (("str.db", False), ("utf8.db", True)):
+        db = await Database.open(tmp_path / name)
+        try:
+            async with db.write() as conn:
+                if utf8:
+                    layout = index.content_layout(body)
+                    await index.index_content_utf8(
+                        conn, session_id="s1", kind="main", parent_id="", utf8=bytearray(body.encode()), layout=layout
+                    )
+                else:
+                    await index.index_content(conn, session_id="s1", kind="main", parent_id="", body=body)
+
+            def read(c: sqlite3.Connection) -> tuple[object, ...]:
+                return (
+                    c.execute("SELECT session_id, kind, parent_id, body FROM content").fetchall(),
+                    c.execute("SELECT id, start, stop, prefix, row FROM chunks ORDER BY id").fetchall(),
+                    c.execute("SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH 'café' ORDER BY rowid").fetchall(),
+                    c.execute("SELECT rowid FROM content WHERE content MATCH '🚀 OR zeppelin'").fetchall(),
+                    c.execute("SELECT typeof(body) FROM content").fetchall(),
+                )
+
+            rows.append(await db.read(read))
+        finally:
+            await db.close()
+    assert rows[0] == rows[1]
+    assert rows[0][1] and rows[0][2] and rows[0][4] == [("text",)]
