@@ -86,7 +86,7 @@ def build_app(settings: ServiceSettings, open_store: StoreFactory) -> Starlette:
             key_limiter=RateLimiter(limits.rate_per_s, limits.rate_burst),
             register_limiter=RateLimiter(limits.register_per_hour / 3600, limits.register_per_hour),
             register_global=RateLimiter(limits.register_global_per_hour / 3600, limits.register_global_per_hour),
-            ingests=IngestProcesses(),
+            ingests=IngestProcesses(limits.ingest_in_process_bytes),
         )
         app.state.service.ingests.start()
         metrics.gauge("macupos_tenants_open", "Tenants whose memory is open now.", lambda: float(tenants.open_count()))

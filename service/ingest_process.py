@@ -1,4 +1,4 @@
-"""An upload's ingest runs in a process of its own, so it never stalls the server or stays in its memory.
+"""A big upload's ingest runs in a process of its own, so it never stalls the server or stays in its memory.
 
 Parsing, rendering, indexing and extracting a 45 MB transcript is tens of seconds of CPU and a few hundred
 MB. On a thread of the server, every other tenant's request waited for the GIL behind it (a neighbour's
@@ -9,7 +9,8 @@ The child gets its job (the tenant's memory settings, the spooled file, whether 
 stdin and answers the ingest's report, or the error it met, pickled on stdout; both are this program's own
 objects, between a parent and the child it started. One child is kept started and idle (its imports done,
 a quarter of a second), so an upload does not wait for Python to start; each child does one ingest and
-exits. The tenant's database is opened by the child like any other process's: SQLite shares it.
+exits. The tenant's database is opened by the child like any other process's: SQLite shares it. A small
+upload (under ``Limits.ingest_in_process_bytes``, 4 MB) is ingested on a thread of the server instead.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ _LOG_LINE = re.compile(r"(\d+)\t([\w.]+)\t(.*)")
 class IngestProcesses:
     """Starts the ingest children, one kept ready. Made in the app's lifespan, closed at its end."""
 
-    def __init__(self) -> None:
+    def __init__(self, in_process_bytes: int) -> None:
+        self.in_process_bytes = in_process_bytes
         self._spare: asyncio.subprocess.Process | None = None
         self._starting: asyncio.Task[None] | None = None
         self._closed = False
@@ -52,10 +54,19 @@ class IngestProcesses:
         self._refill()
 
     async def ingest(self, settings: MemorySettings, path: Path, use_llm: bool) -> IngestReport:
-        """Ingest ``path`` into the memory of ``settings`` in a child; its report, or its error raised here.
+        """Ingest ``path`` into the memory of ``settings``; its report, or its error raised here. A file under
+        ``in_process_bytes`` (``Limits.ingest_in_process_bytes``) is ingested on a thread of the server (its
+        share of the GIL is as short as the file; the thread shares the server's database of the tenant), a
+        larger one in a child.
 
-        A cancelled caller does not stop the child: the ingest ends (or fails) on its own, as a killed
-        server's would be taken up again by the next upload of the same file."""
+        A cancelled caller does not stop the ingest: it ends (or fails) on its own, as a killed server's
+        would be taken up again by the next upload of the same file."""
+        try:
+            small = path.stat().st_size < self.in_process_bytes
+        except OSError:
+            small = True  # the ingest says what is wrong with the file
+        if small:
+            return await asyncio.to_thread(asyncio.run, _ingest(settings, path, use_llm, trim=False))
         proc = await self._take()
         job = pickle.dumps((settings, path, use_llm, logging.getLogger().getEffectiveLevel()))
         try:
@@ -177,16 +188,15 @@ def main() -> int:
     return 0
 
 
-async def _ingest(settings: MemorySettings, path: Path, use_llm: bool) -> IngestReport:
+async def _ingest(settings: MemorySettings, path: Path, use_llm: bool, *, trim: bool = True) -> IngestReport:
     from memory.api import Eywa
     from memory.extraction import extract_pending
 
     eywa = await Eywa.open(settings)
     try:
         report = await eywa.ingest([path], use_llm=use_llm, extract=False)
-        # What storing and indexing freed goes back before extraction reads the file again: the two peaks
-        # no longer add up (docs/benchmarks.md, "Ingest memory").
-        _give_back_freed_memory()
+        if trim:  # what storing and indexing freed goes back before extraction parses the file again
+            _give_back_freed_memory()
         await extract_pending(eywa.db, eywa.settings, report, use_llm=use_llm, redactor=eywa.redactor)
         return report
     finally:

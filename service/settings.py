@@ -32,6 +32,9 @@ class Limits:
     # Transcript bytes being ingested at once, all tenants together (service/ingest_budget.py): an ingest
     # takes a few times its file's size in memory; past this an upload is answered 503. 0: no budget.
     ingest_budget_bytes: int = 64 * MB  # one 45 MB upload at a time, with smaller ones beside it
+    # Smaller uploads are ingested on a thread of the server, larger ones in a child process: a child's start
+    # and pipes would cost a small one more (1 MB: 0.06 s against 0.1-0.3 s) than its GIL share costs others.
+    ingest_in_process_bytes: int = 4 * MB
     # The request head (request line and header fields), checked below the app (service/http_limits.py):
     # past this size a 431, and a connection whose head takes longer than this is closed (slowloris).
     header_bytes: int = 64 * 1024
