@@ -20,10 +20,10 @@ import contextlib
 import ctypes
 import ctypes.util
 import logging
-import os
 import pickle
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ __all__ = ["IngestProcesses", "main"]
 logger = logging.getLogger(__name__)
 
 _CHILD = (sys.executable, "-m", "service.ingest_process")
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
 _LOG_FORMAT = "%(levelno)d\t%(name)s\t%(message)s"  # a child's log line, logged again by the server
 _LOG_LINE = re.compile(r"(\d+)\t([\w.]+)\t(.*)")
 
@@ -116,18 +117,12 @@ class IngestProcesses:
             self._spare = None
 
 
-# glibc's allocator in the child: blocks from 128 KiB up are mapped and unmapped on their own, and the heap's
-# free top is trimmed past 128 KiB, so what one stage of an ingest frees is not held through the next.
-_MALLOC_TUNING = {"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TRIM_THRESHOLD_": "131072"}
-
-
 async def _start() -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         *_CHILD,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=os.environ | _MALLOC_TUNING,
     )
 
 
@@ -203,15 +198,30 @@ async def _ingest(settings: MemorySettings, path: Path, use_llm: bool, *, trim: 
         await eywa.close()
 
 
+def _glibc(symbol: str) -> Callable[..., int] | None:
+    name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
+    fn: Callable[..., int] | None = getattr(ctypes.CDLL(name), symbol, None) if name else None
+    return fn
+
+
+def _tune_malloc() -> None:
+    """In the child, glibc maps (and unmaps) every block from 128 KiB up on its own and trims the heap's free
+    top past 128 KiB, so what one stage of an ingest frees is not held through the next."""
+    mallopt = _glibc("mallopt")
+    if mallopt is not None:
+        mallopt(_M_MMAP_THRESHOLD, 128 << 10)
+        mallopt(_M_TRIM_THRESHOLD, 128 << 10)
+
+
 def _give_back_freed_memory() -> None:
     """glibc keeps the heap a big ingest freed; hand it back (elsewhere, nothing to do)."""
-    name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
-    trim = getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    trim = _glibc("malloc_trim")
     if trim is not None:
         trim(0)
 
 
 if __name__ == "__main__":
+    _tune_malloc()
     from memory.api import Eywa as _warm  # noqa: F401 - imported while the child waits for its job
 
     sys.exit(main())
