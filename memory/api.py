@@ -67,6 +67,7 @@ class Eywa:
         self.settings = settings
         self.db = db
         self.redactor = Redactor(settings.own_secrets)
+        self._closed = False
 
     @classmethod
     async def open(cls, settings: MemorySettings) -> Eywa:
@@ -74,6 +75,11 @@ class Eywa:
         return cls(settings, db)
 
     async def close(self) -> None:
+        # Once: the database is shared in the process (memory/db_share.py), a second close would drop
+        # another holder's share.
+        if self._closed:
+            return
+        self._closed = True
         await self.db.close()
 
     async def __aenter__(self) -> Eywa:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 import threading
 from collections import deque
@@ -52,12 +53,15 @@ class LoopLock:
 
     ``asyncio.Lock`` binds itself to one loop; this one keeps its state under a thread lock and wakes a
     waiter on the waiter's own loop. Ownership passes straight to the next waiter on release, so no
-    newcomer can overtake it (first come, first served, as asyncio's lock).
+    newcomer can overtake it (first come, first served, as asyncio's lock). The owner is recorded under the
+    thread lock: a waiter handed the lock but cancelled before it woke passes it on itself, so a hand-over
+    whose wake-up never runs (its loop closed meanwhile) cannot keep the lock forever.
     """
 
     def __init__(self) -> None:
         self._mutex = threading.Lock()
         self._locked = False
+        self._owner: asyncio.Future[None] | None = None  # the waiter handed the lock, until it wakes
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     def locked(self) -> bool:
@@ -77,24 +81,43 @@ class LoopLock:
                 if waiter in self._waiters:  # never handed the lock: just leave the queue
                     self._waiters.remove(waiter)
                     raise
-            if waiter.done() and not waiter.cancelled():  # handed over just before the cancel: pass it on
-                self.release()
-            # else the hand-over callback finds the waiter cancelled and passes the lock on itself
+                handed = self._owner is waiter
+            if handed:  # it was this waiter's (woken or not): to the next one
+                self._pass_on(waiter)
             raise
+        with self._mutex:
+            if self._owner is waiter:
+                self._owner = None
 
     def release(self) -> None:
+        self._pass_on(None)
+
+    def _pass_on(self, holder: asyncio.Future[None] | None) -> None:
+        """Hand the lock to the next waiter whose loop still runs, or free it. ``holder``: a waiter giving up
+        a lock it was handed (nothing happens when it no longer has it)."""
         with self._mutex:
+            if holder is not None and self._owner is not holder:
+                return
             if not self._locked:
                 raise RuntimeError("LoopLock released while not held")
-            if not self._waiters:
-                self._locked = False
+            while self._waiters:
+                waiter = self._waiters.popleft()
+                try:
+                    waiter.get_loop().call_soon_threadsafe(self._hand_over, waiter)
+                except RuntimeError:  # its loop is closed: it will never wake
+                    continue
+                self._owner = waiter  # stays locked: it now belongs to this waiter
                 return
-            waiter = self._waiters.popleft()  # stays locked: it now belongs to this waiter
-        waiter.get_loop().call_soon_threadsafe(self._hand_over, waiter)
+            self._locked = False
+            self._owner = None
 
     def _hand_over(self, waiter: asyncio.Future[None]) -> None:
+        with self._mutex:
+            mine = self._owner is waiter
+        if not mine:
+            return  # cancelled meanwhile, and it passed the lock on itself
         if waiter.cancelled():
-            self.release()
+            self._pass_on(waiter)
         else:
             waiter.set_result(None)
 
@@ -145,7 +168,8 @@ class Registry(Generic[_D]):
                     mine: concurrent.futures.Future[None] = concurrent.futures.Future()
                     self._busy[key] = mine
                     break
-            await asyncio.wrap_future(busy)
+            # Shielded: wrap_future passes a cancel on to the shared future, which every other waiter shares.
+            await asyncio.shield(asyncio.wrap_future(busy))
         try:
             db = await opener()
         except BaseException:
@@ -169,8 +193,13 @@ class Registry(Generic[_D]):
             del self._open[key]
             mine: concurrent.futures.Future[None] = concurrent.futures.Future()
             self._busy[key] = mine
+        closing = asyncio.ensure_future(closer())
         try:
-            await closer()
+            await asyncio.shield(closing)  # a cancelled caller must not leave the file half closed
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await closing
+            raise
         finally:
             self._settle(key, mine)
 
@@ -178,4 +207,5 @@ class Registry(Generic[_D]):
         with self._lock:
             if self._busy.get(key) is mine:
                 del self._busy[key]
-        mine.set_result(None)
+        if not mine.done():
+            mine.set_result(None)

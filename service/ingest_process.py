@@ -20,6 +20,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import logging
+import os
 import pickle
 import re
 import sys
@@ -168,6 +169,8 @@ def _as_fields(exc: MemoryStoreError) -> tuple[str, dict[str, Any]]:
 
 def main() -> int:
     """The child: read one job, ingest it, write the answer. Nothing else reaches stdout."""
+    answer_fd = os.dup(1)  # the answer's own descriptor: a stray print (fd 1) goes to stderr, not into it
+    os.dup2(2, 1)
     job = sys.stdin.buffer.read()
     if not job:
         return 0  # a spare let go
@@ -178,8 +181,8 @@ def main() -> int:
         answer = ("ok", asyncio.run(_ingest(settings, path, use_llm)))
     except MemoryStoreError as exc:
         answer = ("error", _as_fields(exc))
-    sys.stdout.buffer.write(pickle.dumps(answer))
-    sys.stdout.buffer.flush()
+    with os.fdopen(answer_fd, "wb") as out:
+        out.write(pickle.dumps(answer))
     return 0
 
 

@@ -102,9 +102,12 @@ async def transcript_upload_route(request: Request, call: Call) -> Response:
         work = asyncio.ensure_future(call.service.ingests.ingest(eywa.settings, target, call.service.settings.use_llm))
         try:
             report = await asyncio.shield(work)
-        except asyncio.CancelledError:  # past the deadline: the file's ingest still ends, under this lock
-            with contextlib.suppress(Exception):
-                await work
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError):  # past the deadline: the ingest still ends, under this lock
+                with contextlib.suppress(Exception):
+                    await work
+            if previous is not None:  # the ingest failed: the last good upload of this name stays the file
+                await asyncio.to_thread(os.replace, previous, target)
             raise
         sessions = await _live(eywa, list(report.counted))
         problems = sum(report.lines_skipped.values())

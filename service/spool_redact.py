@@ -98,9 +98,22 @@ def redact_line(redactor: Redactor, raw: Buffer) -> Buffer:
     return _as_text(redactor, text, raw, ending)
 
 
+class _DuplicateKey(ValueError):
+    """An object names a key twice: decoded, only the last value would be seen (and redacted)."""
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _DuplicateKey
+    return out
+
+
 def _json(text: str) -> Any:
+    """The line's value, or _NOT_JSON (then it is redacted as text): also when an object repeats a key,
+    since the value the decoder drops may hold a secret the raw line would keep."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique)
     except (ValueError, RecursionError):
         return _NOT_JSON
 

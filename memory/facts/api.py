@@ -86,6 +86,7 @@ class FactsApi:
         self.events_dir = engine.log.folder
         self.origin = engine.origin
         self._closed = False
+        self._closing = False
 
     @classmethod
     async def from_settings(cls, settings: MemorySettings) -> FactsApi:
@@ -302,8 +303,9 @@ class FactsApi:
         return await self._call(self._load, text, _ms(now), provenance)
 
     async def close(self, *, snapshot: bool = True) -> None:
-        if self._closed:
+        if self._closed or self._closing:  # once: a second close would drop another holder's database share
             return
+        self._closing = True
 
         def shutdown() -> None:
             try:

@@ -12,7 +12,7 @@ import pytest
 
 from memory.api import Eywa
 from memory.db import Database, DatabaseInUseError
-from memory.db_share import LoopLock
+from memory.db_share import LoopLock, Registry
 from memory.errors import NotADatabaseError
 from memory.facts.api import FactsApi
 from memory.recover import _move_aside
@@ -142,3 +142,35 @@ async def test_a_database_open_in_the_process_is_not_moved_aside(tmp_path: Path)
         await db.close()
     moved = _move_aside(path)
     assert moved.exists() and not path.exists()
+
+
+async def test_a_caller_cancelled_while_a_file_opens_leaves_the_other_openers_and_the_count_sound(
+    tmp_path: Path,
+) -> None:
+    registry: Registry[object] = Registry()
+    path, gate, made, closed = tmp_path / "m.db", asyncio.Event(), object(), []
+
+    async def opener() -> object:
+        await gate.wait()
+        return made
+
+    async def closer() -> None:
+        closed.append(True)
+
+    def same(db: object) -> None:
+        return None
+
+    first = asyncio.ensure_future(registry.acquire(path, opener, same))
+    await asyncio.sleep(0)
+    second = asyncio.ensure_future(registry.acquire(path, opener, same))
+    third = asyncio.ensure_future(registry.acquire(path, opener, same))
+    await asyncio.sleep(0)
+    second.cancel()  # a request's deadline, while the file is being opened for another
+    gate.set()
+    assert await first is made and await third is made
+    with pytest.raises(asyncio.CancelledError):
+        await second
+    await registry.release(path, made, closer)
+    assert registry.is_open(path) and closed == []  # the third still holds it
+    await registry.release(path, made, closer)
+    assert not registry.is_open(path) and closed == [True]

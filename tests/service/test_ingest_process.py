@@ -67,16 +67,16 @@ async def test_a_child_killed_mid_ingest_is_a_clear_error_and_the_next_upload_go
     async with running_service(tmp_path / "home", limits=limits) as srv:
         key = await srv.add_key("alice")
         async with srv.client(key) as c:
-            seeded = await c.post("/v1/transcripts", params={"name": "a0.jsonl"}, content=transcript_bytes("a0", "w"))
+            first = transcript_bytes("a0", "w")
+            seeded = await c.post("/v1/transcripts", params={"name": "a0.jsonl"}, content=first)
             assert seeded.status_code == 200
+            grown = transcript_bytes("a0", "w", turns=5)
             worker = await _spare()
             # The next ingest waits at its first write while another connection holds the write lock.
             holder = sqlite3.connect(srv.home / "tenants" / "alice" / "memory.db", timeout=5, isolation_level=None)
             holder.execute("BEGIN IMMEDIATE")
             try:
-                upload = asyncio.create_task(
-                    c.post("/v1/transcripts", params={"name": "a1.jsonl"}, content=transcript_bytes("a1", "x"))
-                )
+                upload = asyncio.create_task(c.post("/v1/transcripts", params={"name": "a0.jsonl"}, content=grown))
                 db = srv.home / "tenants" / "alice" / "memory.db"
                 for _ in range(600):  # until the spare has taken the job and opened the database: at most 30 s
                     if upload.done() or _has_open(worker, db):
@@ -91,8 +91,10 @@ async def test_a_child_killed_mid_ingest_is_a_clear_error_and_the_next_upload_go
             assert answer.status_code == 500
             assert "memory store failed" in answer.text
             assert (await c.get("/v1/sessions/a0")).status_code == 200  # acknowledged before: still there
-            retry = await c.post("/v1/transcripts", params={"name": "a1.jsonl"}, content=transcript_bytes("a1", "x"))
-            assert retry.status_code == 200 and retry.json()["sessions"] == ["a1"]
+            spooled = [p for p in (srv.home / "tenants" / "alice" / "spool" / "transcripts").rglob("*") if p.is_file()]
+            assert [p.read_bytes() for p in spooled] == [first]  # the last good upload of the name, no .prev left
+            retry = await c.post("/v1/transcripts", params={"name": "a0.jsonl"}, content=grown)
+            assert retry.status_code == 200 and retry.json()["counts"]["updated"] == 1
 
 
 def _has_open(pid: int, path: Path) -> bool:

@@ -197,3 +197,10 @@ def test_a_line_past_the_cap_is_dropped_as_it_comes() -> None:
     lines.feed(b'{"a": 1}\n' + b"z" * 150)
     lines.finish()
     assert b"".join(out) == TOO_LONG + b"\n" + b'{"a": 1}\n' + TOO_LONG
+
+
+def test_a_secret_under_a_repeated_json_key_is_redacted_too() -> None:
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    line = ('{"message":{"content":"' + token + '","content":"hi"}}\n').encode()
+    out = bytes(redact_line(Redactor(), line))
+    assert token.encode() not in out and b"REDACTED" in out
