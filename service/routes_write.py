@@ -23,7 +23,7 @@ from service.errors import BadRequest, Conflict, ScriptFailed, Unprocessable
 from service.ingest_budget import declared_bytes, ingest_budget
 from service.params import parse_instant, text_param
 from service.spool import name_parts, safe_part, spool_path, spooled_holding
-from service.spool_redact import LineRedactor
+from service.spool_redact import LineRedactor, redact_line
 from service.tenants import Tenant
 
 __all__ = ["forget_route", "forget_session", "handoff_upload_route", "script_route", "transcript_upload_route"]
@@ -31,16 +31,28 @@ __all__ = ["forget_route", "forget_session", "handoff_upload_route", "script_rou
 _FLUSH = 1 << 20
 
 
-async def _spool_body(request: Request, spool: Path, limit: int, redactor: Redactor) -> tuple[Path, int]:
+async def _spool_body(
+    request: Request, spool: Path, limit: int, redactor: Redactor, *, document: bool = False
+) -> tuple[Path, int]:
     """The body (gunzipped), redacted line by line, in a temporary file of the spool; (its path, the size
-    received). No raw byte is written, not even to the temporary file (service/spool_redact.py)."""
+    received). No raw byte is written, not even to the temporary file (service/spool_redact.py).
+
+    ``document``: the body is one JSON document (a `.json` loglines export, pretty-printed over many
+    lines), redacted whole once received, as the memory reads it: line by line, a secret escaped in JSON
+    (``https:\\/\\/…``) would not be seen."""
     tmp_dir = spool / "tmp"
     await asyncio.to_thread(tmp_dir.mkdir, mode=0o700, parents=True, exist_ok=True)
     tmp = tmp_dir / f"{secrets.token_hex(8)}.part"
     fh = await asyncio.to_thread(tmp.open, "wb")
     lines = LineRedactor(redactor, fh.write)
+    whole = bytearray()  # a document's bytes, until its end (within the body cap)
 
     def put(data: bytes, last: bool = False) -> None:  # redacting is CPU work: on the thread, with the write
+        if document:
+            whole.extend(data)
+            if last:
+                fh.write(redact_line(redactor, whole))
+            return
         lines.feed(data)
         if last:
             lines.finish()
@@ -89,7 +101,9 @@ async def transcript_upload_route(request: Request, call: Call) -> Response:
     spool = call.tenant.spool_dir
     eywa = await call.tenant.eywa()
     target = spool_path(spool, name, eywa.redactor)  # a token in the name stays out of paths, rows and logs
-    tmp, size = await _spool_body(request, spool, call.service.settings.limits.transcript_bytes, eywa.redactor)
+    limit = call.service.settings.limits.transcript_bytes
+    document = target.name.endswith(".json")  # a loglines export: one JSON document
+    tmp, size = await _spool_body(request, spool, limit, eywa.redactor, document=document)
     if size == 0:
         tmp.unlink(missing_ok=True)
         raise BadRequest("the body is empty: send the transcript file")

@@ -15,7 +15,7 @@ import pytest
 from bench.secrets_coverage import Sample, load_kinds, samples
 from memory.redact import Redactor
 from service.spool_redact import TOO_LONG, LineRedactor, redact_line
-from tests.service.conftest import running_service
+from tests.service.conftest import claude_lines, running_service
 
 R = Redactor()
 SESSION = "secrets-at-rest"
@@ -204,3 +204,23 @@ def test_a_secret_under_a_repeated_json_key_is_redacted_too() -> None:
     line = ('{"message":{"content":"' + token + '","content":"hi"}}\n').encode()
     out = bytes(redact_line(Redactor(), line))
     assert token.encode() not in out and b"REDACTED" in out
+
+
+async def test_a_loglines_export_is_redacted_as_one_document_even_where_json_escapes_a_secret(
+    tmp_path: Path,
+) -> None:
+    password = "hunter2-" + "Zq8vW3pLx"
+    records = [json.loads(line) for line in claude_lines("exp-1", [(f"deploy with {URL_SECRET}", "done")])]
+    text = json.dumps({"loglines": records}, indent=2).replace("https://", "https:\\/\\/")  # as some tools write
+    text = text.replace("PASSWORD", password)
+    assert password in text and "https:\\/\\/" in text
+    async with running_service(tmp_path / "home") as srv:
+        key = await srv.add_key("alice")
+        async with srv.client(key) as c:
+            up = await c.post("/v1/transcripts", params={"name": "export.json"}, content=text.encode())
+            assert up.status_code == 200 and up.json()["sessions"] == ["exp-1"], up.text
+        spooled = _spooled(srv.home)
+        assert spooled and all(password.encode() not in p.read_bytes() for p in spooled)
+
+
+URL_SECRET = "https://deploy:PASSWORD@git.example.com/app.git"
