@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
 import sys
 import time
@@ -18,7 +19,7 @@ from memory.settings import MemorySettings
 from service.errors import ServiceError
 from service.keys import SqliteKeyStore
 from service.pg.cli import DATABASE_KEY, check_database, database_url, migrate_cmd, with_link
-from service.settings import MB, Limits, ServiceSettings
+from service.settings import MB, OWNER_ONLY_UMASK, Limits, ServiceSettings
 from service.tenants import SCOPES, KeyStore, Scope, check_tenant_name
 from service.web.settings import WebSettings
 
@@ -178,6 +179,8 @@ def serve_group(
     """
     ctx.meta[DATABASE_KEY] = database
     if ctx.invoked_subcommand is not None:
+        # `serve keys create` makes service.db (and maybe $MACUPOS_HOME) too; serving sets it in serve()
+        os.umask(OWNER_ONLY_UMASK)
         return
     if (certfile is None) != (keyfile is None):
         raise click.UsageError("TLS needs both --certfile and --keyfile")

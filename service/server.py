@@ -15,15 +15,10 @@ from memory.settings import MemorySettings
 from service.app import build_app, embedded_store
 from service.http_limits import limited_protocol
 from service.keys import mask_keys
-from service.settings import ServiceSettings
+from service.settings import OWNER_ONLY_UMASK, ServiceSettings
 from service.tenants import TenantStore
 
 __all__ = ["OWNER_ONLY_UMASK", "KeyMask", "bind", "serve"]
-
-# Every folder and file the server makes (tenant homes, SQLite databases and their -wal/-shm, handoffs,
-# spool) is its owner's alone, whatever a code path's own mkdir or open asks and without relying on the
-# systemd unit's UMask: a tenant's memory is no business of other local users.
-OWNER_ONLY_UMASK = 0o077
 
 
 class KeyMask(logging.Filter):

@@ -8,9 +8,13 @@ from pathlib import Path
 
 from service.web.settings import WebSettings
 
-__all__ = ["MB", "Limits", "ServiceSettings"]
+__all__ = ["MB", "OWNER_ONLY_UMASK", "Limits", "ServiceSettings"]
 
 MB = 1024 * 1024
+# Every folder and file `macupos serve` makes (service.db and its keys, tenant homes, SQLite databases and
+# their -wal/-shm, handoffs, spool) is its owner's alone, whatever a code path's own mkdir or open asks and
+# without relying on the systemd unit's UMask: a tenant's memory is no business of other local users.
+OWNER_ONLY_UMASK = 0o077
 
 
 @dataclass(frozen=True, slots=True)

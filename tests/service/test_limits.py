@@ -221,3 +221,12 @@ async def test_the_login_page_shows_only_fixed_texts_for_its_error_codes(service
     for page in (odd, words):
         assert UNKNOWN_LOGIN_ERROR in page.text
         assert "555 0100" not in page.text and "alert" not in page.text and "locked" not in page.text
+
+
+def test_the_key_store_a_shell_command_makes_is_its_owners_alone(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    made = cli(home, "serve", "keys", "create", "--tenant", "dora")
+    assert made.returncode == 0, made.stderr
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in [home, *home.iterdir()]}
+    assert modes == {"home": 0o700} | {name: 0o600 for name in modes if name != "home"}, modes
+    assert "service.db" in modes
