@@ -120,8 +120,11 @@ async def transcript_upload_route(request: Request, call: Call) -> Response:
             if isinstance(exc, asyncio.CancelledError):  # past the deadline: the ingest still ends, under this lock
                 with contextlib.suppress(Exception):
                     await work
-            if previous is not None:  # the ingest failed: the last good upload of this name stays the file
+            ingested = work.done() and not work.cancelled() and work.exception() is None
+            if previous is not None and not ingested:  # failed: the last good upload of this name stays the file
                 await asyncio.to_thread(os.replace, previous, target)
+            elif previous is not None:  # done after the deadline: the new file is the one read
+                previous.unlink(missing_ok=True)
             raise
         sessions = await _live(eywa, list(report.counted))
         problems = sum(report.lines_skipped.values())
