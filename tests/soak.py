@@ -8,7 +8,6 @@ lock on the file, that close would checkpoint and delete the live WAL, and the a
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.cli_env import cli_env
+from tests.service.conftest import claude_lines
 
 __all__ = ["ROUNDS", "Beside", "database_text", "integrity", "visible_rows"]
 
@@ -30,29 +30,8 @@ _READER = (
 
 
 def _transcript(session_id: str) -> str:
-    lines = []
-    parent = None
-    for n, (role, text) in enumerate((("user", f"soak {session_id} please"), ("assistant", f"soak {session_id} done"))):
-        uuid = f"{session_id}-{n}"
-        message: dict[str, object] = {"role": role, "content": text}
-        if role == "assistant":
-            message = {"role": role, "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": text}]}
-        lines.append(
-            json.dumps(
-                {
-                    "type": role,
-                    "sessionId": session_id,
-                    "uuid": uuid,
-                    "parentUuid": parent,
-                    "isSidechain": False,
-                    "timestamp": f"2026-03-02T10:00:0{n}Z",
-                    "cwd": "/srv/soak",
-                    "message": message,
-                }
-            )
-        )
-        parent = uuid
-    return "\n".join(lines) + "\n"
+    turns = [(f"soak {session_id} please", f"soak {session_id} done")]
+    return "\n".join(claude_lines(session_id, turns, cwd="/srv/soak")) + "\n"
 
 
 @dataclass

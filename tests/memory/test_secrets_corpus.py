@@ -82,9 +82,12 @@ def test_every_token_rule_names_its_source() -> None:
         assert rule.anchors, rule.kind
 
 
-def _transcript(path: Path, chosen: list[Sample]) -> None:
+STRUCTURED = ("Zq8vLm2Np4Rt6Wx1", "Kd93jfQ0wPz7Lm2s")  # values a tool input hides by their keys' names
+
+
+def secrets_transcript(chosen: list[Sample], session_id: str = "secrets-corpus") -> str:
     """A Claude Code session that holds each sample once: as the user's words, the assistant's, a shell
-    command and a tool's output in turn, plus a tool input whose keys name the secrets."""
+    command and a tool's output in turn, plus a tool input whose keys name the secrets (``STRUCTURED``)."""
     lines: list[dict[str, object]] = []
 
     def add(role: str, content: object) -> None:
@@ -93,7 +96,7 @@ def _transcript(path: Path, chosen: list[Sample]) -> None:
             {
                 "type": role,
                 "timestamp": f"2025-12-24T10:{n // 60:02d}:{n % 60:02d}.000Z",
-                "sessionId": "secrets-corpus",
+                "sessionId": session_id,
                 "cwd": "/project",
                 "gitBranch": "main",
                 "message": {"role": role, "content": content},
@@ -114,11 +117,11 @@ def _transcript(path: Path, chosen: list[Sample]) -> None:
         else:
             add("assistant", [{"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": "cat .env"}}])
             add("user", [{"type": "tool_result", "tool_use_id": f"t{i}", "content": sample.text}])
-    structured = {"env": {"DEPLOY_TOKEN": "Zq8vLm2Np4Rt6Wx1", "HOME": "/root"}, "password": "Kd93jfQ0wPz7Lm2s"}
+    structured = {"env": {"DEPLOY_TOKEN": STRUCTURED[0], "HOME": "/root"}, "password": STRUCTURED[1]}
     add("assistant", [{"type": "tool_use", "id": "tx", "name": "Deploy", "input": structured}])
     add("user", [{"type": "tool_result", "tool_use_id": "tx", "content": "deployed"}])
     add("assistant", [{"type": "text", "text": "Deployed; the credentials are in place."}])
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return "".join(json.dumps(line) + "\n" for line in lines)
 
 
 def _traces(sample_pieces: list[str], stored: bytes) -> list[str]:
@@ -145,7 +148,7 @@ async def test_a_session_holding_every_kind_leaves_no_trace_in_memory(
     chosen = [found[(7 * i) % len(found)] for i, found in enumerate(plain.values())]
     assert len(chosen) == len(load_kinds())
     path = tmp_path / "session.jsonl"
-    _transcript(path, chosen)
+    path.write_text(secrets_transcript(chosen), encoding="utf-8")
     async with await Eywa.open(settings) as eywa:
         report = await eywa.ingest([path], use_llm=False)
         assert report.sessions_new == 1
@@ -154,6 +157,6 @@ async def test_a_session_holding_every_kind_leaves_no_trace_in_memory(
     assert settings.db_path in files
     assert any(p.is_relative_to(settings.handoffs_dir) for p in files)  # the handoffs mirror too
     stored = b"\n".join(p.read_bytes() for p in files)
-    pieces = [p for s in chosen for p in s.pieces] + ["Zq8vLm2Np4Rt6Wx1", "Kd93jfQ0wPz7Lm2s"]
+    pieces = [p for s in chosen for p in s.pieces] + [*STRUCTURED]
     assert _traces(pieces, stored) == []
     assert b"REDACTED" in stored

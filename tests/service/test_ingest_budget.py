@@ -65,7 +65,7 @@ async def test_past_the_budget_an_upload_waits_its_turn_with_a_503_and_alone_any
                 refused = await _upload(b, "b1.jsonl", bob_body)
                 assert refused.status_code == 503
                 assert refused.json()["error"]["code"] == "ingest_busy"
-                assert 1 <= int(refused.headers["Retry-After"]) <= 60
+                assert int(refused.headers["Retry-After"]) in range(1, 61)  # seconds, within the cap
                 assert _kept(srv, "bob") == []
             async with asyncio.timeout(60):
                 done = await first

@@ -15,11 +15,11 @@ import pytest
 from bench.secrets_coverage import Sample, load_kinds, samples
 from memory.redact import Redactor
 from service.spool_redact import TOO_LONG, LineRedactor, redact_line
+from tests.memory.test_secrets_corpus import STRUCTURED, secrets_transcript
 from tests.service.conftest import claude_lines, running_service
 
 R = Redactor()
 SESSION = "secrets-at-rest"
-STRUCTURED = ("Zq8vLm2Np4Rt6Wx1", "Kd93jfQ0wPz7Lm2s")  # values a tool input hides by their keys' names
 
 
 def _chosen() -> list[Sample]:
@@ -34,42 +34,7 @@ def _chosen() -> list[Sample]:
 
 
 def _transcript(chosen: list[Sample]) -> bytes:
-    """A Claude Code session holding each sample once: the user's words, the assistant's, a shell command and
-    a tool's output in turn, plus a tool input whose keys name the secrets."""
-    lines: list[dict[str, object]] = []
-
-    def add(role: str, content: object) -> None:
-        n = len(lines)
-        lines.append(
-            {
-                "type": role,
-                "timestamp": f"2025-12-24T10:{n // 60:02d}:{n % 60:02d}.000Z",
-                "sessionId": SESSION,
-                "cwd": "/project",
-                "gitBranch": "main",
-                "message": {"role": role, "content": content},
-                "uuid": f"m-{n}",
-            }
-        )
-
-    add("user", "Set up the deployment with the credentials below.")
-    for i, sample in enumerate(chosen):
-        slot = i % 4
-        if slot == 0:
-            add("user", sample.text)
-        elif slot == 1:
-            add("assistant", [{"type": "text", "text": sample.text}])
-        elif slot == 2:
-            add("assistant", [{"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": sample.text}}])
-            add("user", [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "done"}])
-        else:
-            add("assistant", [{"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": "cat .env"}}])
-            add("user", [{"type": "tool_result", "tool_use_id": f"t{i}", "content": sample.text}])
-    structured = {"env": {"DEPLOY_TOKEN": STRUCTURED[0], "HOME": "/root"}, "password": STRUCTURED[1]}
-    add("assistant", [{"type": "tool_use", "id": "tx", "name": "Deploy", "input": structured}])
-    add("user", [{"type": "tool_result", "tool_use_id": "tx", "content": "deployed"}])
-    add("assistant", [{"type": "text", "text": "Deployed; the credentials are in place."}])
-    return "".join(json.dumps(line) + "\n" for line in lines).encode()
+    return secrets_transcript(chosen, SESSION).encode()
 
 
 def _traces(pieces: list[str], stored: bytes) -> list[str]:
