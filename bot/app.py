@@ -13,6 +13,7 @@ import contextlib
 import logging
 import secrets
 import signal
+import time
 from typing import Any
 
 from telegram import Message, Update
@@ -23,6 +24,7 @@ from telegram.request import HTTPXRequest
 from bot.approvals import APPROVE_ACTION, Approvals
 from bot.attachments import Attachments
 from bot.auth import forward_origin_name, quote_forwarded
+from bot.branch_desk import BRANCH_ACTION, BranchDesk
 from bot.chat_controls import ChatControls
 from bot.commands import Commands, bot_commands
 from bot.intake import ALLOWED_UPDATES, Intake
@@ -146,8 +148,10 @@ class BotApp:
         self.approvals = Approvals(services)
         self.reviews = Reviews(services)
         self.sessions = SessionManager(services, self.approvals, self.reviews, RpaRunner(services), spoken=self.spoken)
+        services.sender.recorder = state.remember_message  # a reply to a session's message continues its lane
         self.controls = ChatControls(services, self.sessions)
-        self.commands = Commands(services, self.sessions, self.controls, self.spoken)
+        self.branch_desk = BranchDesk(services, self.sessions)
+        self.commands = Commands(services, self.sessions, self.controls, self.branch_desk, self.spoken)
         self.voice = VoiceFlow(services, self.sessions, VoiceAnswers(services, self.approvals, self.press))
         self.attachments = Attachments(services, self.sessions)
         self.session_list = SessionList(services, self.controls.continue_session)
@@ -296,7 +300,9 @@ class BotApp:
         data = message.to_dict()
         forwarded = forward_origin_name(data)
         if message.voice is not None:
-            await self.voice.handle(chat_id, user_id, message.voice, forwarded_from=forwarded)
+            await self.voice.handle(
+                chat_id, user_id, message.voice, forwarded_from=forwarded, thread_id=topic_of(message)
+            )
             return
         if message.effective_attachment is not None:
             # A photo or file runs with its caption, or not at all (see bot.attachments).
@@ -325,7 +331,20 @@ class BotApp:
             await s.sender.send(chat_id, await self.reviews.correct(chat_id, target, text), html_text=False)
             return
         await self.voice.take_edit(chat_id)  # a text while a transcript waits replaces the transcript
-        await self.sessions.submit(chat_id, user_id, text, "text")
+        routed = await self.sessions.router.route(
+            chat_id,
+            text,
+            reply_to=replied.message_id if replied is not None else None,
+            thread_id=topic_of(message),
+            forum=bool(message.chat.is_forum),
+            now=time.time(),
+        )
+        if isinstance(routed, str):
+            await self._reply(chat_id, routed, reply_to=message.message_id)
+            return
+        if routed.note:
+            await self._reply(chat_id, routed.note, reply_to=message.message_id)
+        await self.sessions.submit(chat_id, user_id, routed.text, "text", branch=routed.branch)
 
     async def route_album(self, updates: list[Update]) -> None:
         """Several photos or files sent together (one ``media_group_id``): one instruction, with every file."""
@@ -365,11 +384,18 @@ class BotApp:
             toast = await self.voice.on_callback(
                 callback.chat_id, callback.user_id, op, str(callback.payload.get("text", ""))
             )
+        elif callback.action == BRANCH_ACTION:
+            toast = await self.branch_desk.on_callback(callback)
         elif callback.action == RESTART_ACTION:
             toast = await self.restart.on_callback(callback, message_id)
         else:
             toast = "Unknown button."
         return toast
+
+
+def topic_of(message: Message) -> int | None:
+    """The forum topic a message was written in (None outside forum topics)."""
+    return message.message_thread_id if message.is_topic_message else None
 
 
 async def run_bot(settings: BotSettings, relay: RelaySettings, *, tuning: Tuning | None = None) -> None:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from telegram import BotCommand
 
+from bot.branch_desk import BranchDesk
 from bot.chat_controls import ChatControls
 from bot.memory_pages import MemoryPages
 from bot.progress import escape, format_usage
@@ -31,10 +32,11 @@ __all__ = ["COMMANDS", "Commands", "bot_commands"]
 logger = logging.getLogger(__name__)
 
 COMMANDS: tuple[tuple[str, str], ...] = (
-    ("new", "Start a fresh session (grounded in memory)"),
+    ("new", "Start a fresh session (grounded in memory): /new [@BRANCH]"),
+    ("branches", "Every branch's worktree: diff, merge, discard, continue"),
     ("sessions", "Recent sessions of this project; tap one to continue it"),
     ("project", "Show or switch the project folder: /project NAME"),
-    ("stop", "Interrupt the running session and drop what waits"),
+    ("stop", "Interrupt the running sessions and drop what waits: /stop [@BRANCH]"),
     ("status", "What runs and what waits"),
     ("recall", "Search memory: /recall QUERY"),
     ("remember", "Store a fact: /remember TEXT"),
@@ -45,7 +47,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("graph", "The facts graph as a picture: /graph [ROOT]"),
     ("cost", "Tokens and cost so far"),
     ("speak", "Answers as voice notes too: /speak on | off | voice (only for voice notes) | status"),
-    ("rpa", "Research → Plan → Audit → execute: /rpa TASK"),
+    ("rpa", "Research → Plan → Audit → execute: /rpa [@BRANCH] TASK"),
     ("help", "What this bot does"),
 )
 
@@ -53,6 +55,10 @@ HELP = (
     "Send an instruction as text or a voice note (photos and files too, with or without a caption): it goes "
     "to this chat's Claude Code session.\n"
     'Short follow-ups ("removed; push") continue the same session; while it runs they are queued.\n'
+    "Agents in parallel: “@fix-login make the test pass” runs in branch fix-login's own git worktree, beside "
+    "the others (a new branch starts from the main checkout's branch). Replying to a session's message "
+    "continues it; a short follow-up goes to the session you last talked to; in a forum group each branch "
+    "has its topic. Spoken: “branch fix login: make the test pass”. /branches to diff, merge or discard.\n"
     'A voice note while a prompt waits answers it: "allow", "deny", "allow for this session"; "yes" or '
     '"cancel" for a transcript; "keep" or "forget" for a handoff. Answers to voice notes are spoken too (/speak).\n\n'
     + "\n".join(f"/{name} — {text}" for name, text in COMMANDS)
@@ -69,21 +75,27 @@ class Commands:
         services: Services,
         sessions: SessionManager,
         controls: ChatControls,
+        branch_desk: BranchDesk,
         spoken: SpokenReplies | None = None,
     ) -> None:
         self.services = services
         self.sessions = sessions
         self.controls = controls
+        self.branch_desk = branch_desk
         self.spoken = spoken
 
     async def handle(self, name: str, args: str, chat_id: int, user_id: int) -> None:
         s = self.services
         name = name.lower()
         if name == "rpa":
-            if not args.strip():
-                await s.sender.send(chat_id, "Usage: /rpa TASK", html_text=False)
+            routed = await self.sessions.router.route(chat_id, args.strip(), now=time.time()) if args.strip() else ""
+            if isinstance(routed, str):
+                await s.sender.send(chat_id, routed or "Usage: /rpa [@BRANCH] TASK", html_text=False)
                 return
-            await self.sessions.submit(chat_id, user_id, args.strip(), "rpa")
+            await self.sessions.submit(chat_id, user_id, routed.text, "rpa", branch=routed.branch)
+            return
+        if name == "branches":
+            await self.branch_desk.show(chat_id, user_id)
             return
         if name == "memory" and args.strip().lower() in ("", "open"):  # the status, with the pages' button
             await MemoryPages(s).memory(chat_id, args.strip().lower())
@@ -108,11 +120,11 @@ class Commands:
             case "start" | "help":
                 return escape(HELP)
             case "new":
-                return escape(await sm.new(chat_id))
+                return escape(await sm.new(chat_id, args))
             case "project":
                 return escape(await sm.switch_project(chat_id, args))
             case "stop":
-                return escape(await sm.stop(chat_id))
+                return escape(await sm.stop(chat_id, args))
             case "status":
                 return escape(await sm.status(chat_id))
             case "recall":

@@ -6,6 +6,7 @@ __all__ = [
     "BotError",
     "ChatBusyError",
     "InboxError",
+    "LaneError",
     "SpeechError",
     "SpeechUnavailableError",
     "VoiceError",
@@ -63,4 +64,13 @@ class InboxError(BotError):
     def __init__(self, path: object, reason: str) -> None:
         super().__init__(f"cannot save into {path}: {reason}")
         self.path = path
+        self.reason = reason
+
+
+class LaneError(BotError):
+    """A branch's lane cannot run (discarded, or its project gone); said in the chat."""
+
+    def __init__(self, branch: str, reason: str) -> None:
+        super().__init__(f"branch {branch}: {reason}")
+        self.branch = branch
         self.reason = reason

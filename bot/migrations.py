@@ -140,4 +140,45 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE runs ADD COLUMN queue_id INTEGER;
     """,
+    # 7: parallel sessions, one per git branch, each in its own worktree (bot.lanes). Queue rows and runs
+    # belong to a lane: '' is the chat's main checkout, else a branch; one running run per lane.
+    """
+    ALTER TABLE queue ADD COLUMN branch TEXT NOT NULL DEFAULT '';
+    ALTER TABLE runs ADD COLUMN branch TEXT NOT NULL DEFAULT '';
+    ALTER TABLE runs ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
+    DROP INDEX runs_one_running;
+    CREATE UNIQUE INDEX runs_one_running ON runs(chat_id, branch) WHERE status = 'running';
+    DROP INDEX queue_chat;
+    CREATE INDEX queue_chat ON queue(chat_id, branch, status, id);
+    CREATE INDEX runs_started ON runs(started_at);
+
+    -- A chat's branches: a branch name is unique per chat and belongs to the project it was made in.
+    CREATE TABLE branches(
+        chat_id INTEGER NOT NULL,
+        branch TEXT NOT NULL,
+        project TEXT NOT NULL,              -- the project's name in MACUPOS_PROJECTS
+        base TEXT NOT NULL,                 -- the branch it was made from (what Merge merges into)
+        path TEXT NOT NULL,                 -- its worktree
+        session_id TEXT NOT NULL DEFAULT '',-- what its next instruction continues
+        thread_id INTEGER,                  -- its forum topic, in a forum group
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY(chat_id, branch)
+    );
+    CREATE UNIQUE INDEX branches_thread ON branches(chat_id, thread_id) WHERE thread_id IS NOT NULL;
+
+    -- Which lane a bot message belongs to, so a reply to it continues that lane's session.
+    CREATE TABLE lane_messages(
+        chat_id INTEGER NOT NULL,
+        message_id INTEGER NOT NULL,
+        branch TEXT NOT NULL,
+        at REAL NOT NULL,
+        PRIMARY KEY(chat_id, message_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX lane_messages_at ON lane_messages(at);
+
+    -- The lane the owner last talked to: a terse follow-up without @ or a reply goes there.
+    ALTER TABLE chats ADD COLUMN last_branch TEXT NOT NULL DEFAULT '';
+    ALTER TABLE chats ADD COLUMN last_branch_at REAL NOT NULL DEFAULT 0;
+    """,
 )

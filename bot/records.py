@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = [
+    "Branch",
     "Callback",
     "ChatState",
     "HandoffReview",
@@ -48,6 +49,8 @@ class ChatState:
     last_session_id: str = ""  # the latest session, kept across /new for "continue that one"
     pending_transcript: str = ""
     pending_correction: str = ""  # session id of a handoff whose correction the next reply is
+    last_branch: str = ""  # the lane the owner last talked to ("" the main checkout)
+    last_branch_at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,7 @@ class QueuedInstruction:
     status: QueueStatus
     created_at: float
     images: tuple[str, ...] = ()  # paths of the images sent with it (in the project's inbox)
+    branch: str = ""  # its lane: "" the main checkout, else a branch's worktree
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +75,8 @@ class Run:
     status: RunStatus
     started_at: float
     finished_at: float | None
+    branch: str = ""  # its lane: "" the main checkout, else a branch's worktree
+    cost_usd: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,4 +97,19 @@ class HandoffReview:
     message_id: int | None
     state: ReviewState
     correction: str
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """A chat's branch: its worktree, the base it merges into, and its session."""
+
+    chat_id: int
+    branch: str
+    project: str
+    base: str
+    path: str
+    session_id: str
+    thread_id: int | None
+    created_at: float
     updated_at: float

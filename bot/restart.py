@@ -17,6 +17,7 @@ from telegram.error import TelegramError
 from bot.auth import is_allowed, quote_forwarded
 from bot.errors import ChatBusyError
 from bot.intake import Intake
+from bot.lanes import split_branch
 from bot.progress import escape
 from bot.records import Callback, Run, StoredUpdate
 from bot.services import Services
@@ -42,17 +43,18 @@ class Restart:
         # (chat, instruction) a card reports (a run, or waiting behind it) or the queue still holds.
         reported: set[tuple[int, str]] = set()
         for run in await s.state.interrupted_runs():
-            waiting = await s.state.held(run.chat_id)
+            waiting = await s.state.held(run.chat_id, run.branch)
             reported |= {(run.chat_id, run.instruction)} | {(run.chat_id, q.text) for q in waiting}
             await self._report_run(run, len(waiting))
-        # Left in the queue of a chat whose run had ended (the process died between two): never started.
-        queued_in = await s.state.chats_with_queued()
-        for chat_id in queued_in:
-            reported |= {(chat_id, q.text) for q in await s.state.queued(chat_id)}
+        # Left in the queue of a lane whose run had ended (the process died between two, or while it waited
+        # for a free slot): never started.
+        queued_in = await s.state.lanes_with_queued()
+        for chat_id, branch in queued_in:
+            reported |= {(chat_id, q.text) for q in await s.state.queued(chat_id, branch)}
         for stored in await s.state.pending_updates():
             await self._recover_update(stored, reported)
-        for chat_id in queued_in:
-            await self.sessions.run_queued(chat_id, self._owner(chat_id))
+        for chat_id, branch in queued_in:
+            await self.sessions.run_queued(chat_id, self._owner(chat_id), branch)
         # Old update ids must not swallow new ones (Telegram restarts ids after a quiet week), and spent
         # buttons need not linger.
         await s.state.prune_updates()
@@ -74,8 +76,9 @@ class Restart:
         dismiss = await s.state.new_callback(
             run.chat_id, owner, RESTART_ACTION, {"op": "dismiss", "run": run.id}, ttl, group=group
         )
+        where = f" in branch {escape(run.branch)}" if run.branch else ""
         text = (
-            f"⚠️ I was restarted while working on:\n<i>{escape(run.instruction[:500])}</i>\n"
+            f"⚠️ I was restarted while working{where} on:\n<i>{escape(run.instruction[:500])}</i>\n"
             f"(session {escape(run.session_id[:8] or 'not started')}). Nothing has been re-run."
         )
         if waiting:
@@ -122,8 +125,13 @@ class Restart:
         if not plain or (await s.state.chat(chat_id)).pending_correction:
             return False
         project = await s.project_of(chat_id)
+        branch, text = split_branch(instruction)
+        if branch is not None and await s.state.branch(chat_id, branch) is not None:
+            instruction = text  # "@fix-login …" cut before its lane took it: Resume runs it in that branch
+        else:
+            branch = ""
         try:
-            run_id = await s.state.start_run(chat_id, instruction, "", project.name)
+            run_id = await s.state.start_run(chat_id, instruction, "", project.name, branch=branch)
         except ChatBusyError:  # a stored update dispatched above already runs in this chat
             return False
         await s.state.finish_run(run_id, "interrupted")
@@ -158,22 +166,25 @@ class Restart:
         if run is None:
             return _HANDLED
         await s.state.finish_run(run_id, "resumed")
-        await s.state.release_held(chat_id, "queued")
+        await s.state.release_held(chat_id, "queued", run.branch)
+        if run.branch and await s.state.branch(chat_id, run.branch) is None:
+            return f"Branch {run.branch} was discarded meanwhile."
         if run.session_id:
-            await s.state.set_session(chat_id, run.session_id)
+            await self.sessions.set_session(self.sessions.chat(chat_id, run.branch), run.session_id)
         note = (
             "The bot was restarted while you were working on my instruction below. Check what was already done, "
             f"then continue where you left off.\n\n{run.instruction}"
         )
-        await self.sessions.submit(chat_id, user_id, note, "resume")
+        await self.sessions.submit(chat_id, user_id, note, "resume", branch=run.branch)
         return "Resuming."
 
     async def _dismiss(self, chat_id: int, run_id: int) -> str:
         s = self.services
         if await self._still_cut(run_id) is None:
             return _HANDLED
+        run = await s.state.get_run(run_id)
         await s.state.finish_run(run_id, "dismissed")
-        await s.state.release_held(chat_id, "cancelled")
+        await s.state.release_held(chat_id, "cancelled", run.branch if run is not None else "")
         return "Dismissed."
 
 

@@ -6,6 +6,8 @@ approval handler and event sink, so the relay events of an RPA run are handled w
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from bot.progress import Progress, format_usage
 from bot.services import Services
 from relay.approvals import ApprovalHandler
@@ -29,9 +31,17 @@ class RpaRunner:
         self.services = services
 
     async def run(
-        self, chat_id: int, task: str, progress: Progress, *, approve: ApprovalHandler, on_event: EventSink
+        self,
+        chat_id: int,
+        task: str,
+        progress: Progress,
+        *,
+        approve: ApprovalHandler,
+        on_event: EventSink,
+        folder: Path | None = None,
     ) -> str:
-        """Run the pipeline in the chat's project, then show its summary and the last audit's findings.
+        """Run the pipeline in ``folder`` (a branch's worktree; default the chat's project), then show its
+        summary and the last audit's findings.
 
         Returns the run's status ("done" or "failed"); a relay error the pipeline does not report itself
         propagates to the caller.
@@ -44,7 +54,7 @@ class RpaRunner:
         report = await run_rpa(
             task,
             settings=s.relay,
-            project_dir=project.path,
+            project_dir=folder or project.path,
             eywa=s.eywa,
             codex=s.codex,
             on_event=on_event,

@@ -1,11 +1,13 @@
-"""One Claude Code session per chat: start, continue, queue follow-ups, end; the chat's commands on it are
+"""Claude Code sessions per lane: start, continue, queue follow-ups, end; the chat's commands on them are
 bot.chat_controls, a restart's Resume is bot.restart.
 
-A chat has at most one worker (a task running instructions one after another) and at most one live
-session (the CLI process, kept for ``session_idle_s`` after the last instruction so a follow-up skips the
-start). Instructions that arrive while the worker runs are queued in BotState and go to the same live
-session in order. A chat's ``session_id`` is what the next instruction continues (resumed by id after the
-live process ended), until ``/new``. When a live session ends its handoff is posted for review.
+A lane (bot.lanes) is a chat's main checkout or one of its branches, each branch working in its own git
+worktree. Lanes run side by side, at most ``MACUPOS_MAX_PARALLEL`` at once (the rest wait in line, told
+their place). A lane has at most one worker (a task running its instructions one after another) and at
+most one live session (the CLI process, kept for ``session_idle_s`` after the last instruction so a
+follow-up skips the start). Instructions that arrive while the worker runs are queued in BotState and go to
+the same live session in order. A lane's session id is what its next instruction continues (resumed by id
+after the live process ended), until ``/new``. When a live session ends its handoff is posted for review.
 """
 
 from __future__ import annotations
@@ -14,13 +16,16 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from telegram.error import TelegramError
 
 from bot.approvals import Approvals
-from bot.errors import ChatBusyError
+from bot.errors import BotError, ChatBusyError
+from bot.lane_router import LaneRouter
+from bot.lanes import LaneTag, Slots, branch_label, in_lane
 from bot.login_notice import LoginNotices
 from bot.memory_budget import BudgetNotice
 from bot.progress import Progress, escape
@@ -30,6 +35,7 @@ from bot.services import Services
 from bot.session_list import handoff_of, stand_in_line
 from bot.settings import Project
 from bot.speech_reply import SpokenReplies
+from relay.approvals import ApprovalDecision, ApprovalHandler, ApprovalRequest
 from relay.errors import LoginError, RelayError, SessionNotFoundError
 from relay.events import (
     HandoffReady,
@@ -61,7 +67,10 @@ class Task:
 
 @dataclass(slots=True)
 class ChatSession:
+    """One lane of a chat: its worker, its live session, what it runs now."""
+
     chat_id: int
+    branch: str = ""  # "" the main checkout
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     live: ClaudeSession | None = None
     project: str = ""
@@ -76,10 +85,19 @@ class ChatSession:
     stopping: bool = False
     run_id: int = 0  # the running instruction's row in bot.db
     queue_id: int | None = None  # the queue row of the instruction the worker has taken (set when taken)
+    folder: Path | None = None  # where the live session works (a branch's worktree)
+    thread_id: int | None = None  # the branch's forum topic
+    asking: bool = False  # a tool approval waits for the owner
+    answered: bool = False  # the running instruction's answer is out: the worker only does its bookkeeping
+    last_status: str = ""  # how its last instruction ended
 
     @property
     def busy(self) -> bool:
         return self.worker is not None and not self.worker.done()
+
+    @property
+    def tag(self) -> LaneTag:
+        return LaneTag(self.chat_id, self.branch, self.thread_id)
 
 
 def brief_title(text: str) -> str:
@@ -106,34 +124,67 @@ class SessionManager:
         self.shutting_down = False
         self.logins = LoginNotices(services.sender)
         self.budget = BudgetNotice(services)
-        self._chats: dict[int, ChatSession] = {}
+        self.router = LaneRouter(services)
+        self.slots = Slots(services.settings.max_parallel)
+        # Told when a Resolve session (bot.branch_desk) ends, so the owner is asked to merge again.
+        self.after_resolve: Callable[[ChatSession, int], Awaitable[None]] | None = None
+        self._chats: dict[tuple[int, str], ChatSession] = {}
 
-    def chat(self, chat_id: int) -> ChatSession:
-        c = self._chats.get(chat_id)
+    def chat(self, chat_id: int, branch: str = "") -> ChatSession:
+        """A lane of the chat ("" its main checkout)."""
+        c = self._chats.get((chat_id, branch))
         if c is None:
-            c = self._chats[chat_id] = ChatSession(chat_id)
+            c = self._chats[(chat_id, branch)] = ChatSession(chat_id, branch)
         return c
+
+    @property
+    def idle(self) -> bool:
+        """No lane has a worker running (every instruction's bookkeeping done)."""
+        return not any(c.busy for c in self._chats.values())
+
+    def lanes(self, chat_id: int) -> list[ChatSession]:
+        return [c for (chat, _), c in self._chats.items() if chat == chat_id]
+
+    async def settled(self, c: ChatSession, timeout_s: float = 5.0) -> bool:
+        """True when the lane runs nothing; a worker whose answer is already out is given ``timeout_s`` to
+        finish its bookkeeping, so a command sent right after the answer is not told a session is running."""
+        if c.busy and c.answered and c.worker is not None:
+            await asyncio.wait({c.worker}, timeout=timeout_s)
+        return not c.busy
+
+    def forget_lane(self, chat_id: int, branch: str) -> None:
+        """Drop a discarded branch's lane (not running, no live session)."""
+        self._chats.pop((chat_id, branch), None)
 
     # -- instructions ------------------------------------------------------------------------------
 
     async def submit(
-        self, chat_id: int, user_id: int, text: str, source: str = "text", *, images: Sequence[str] = ()
+        self,
+        chat_id: int,
+        user_id: int,
+        text: str,
+        source: str = "text",
+        *,
+        images: Sequence[str] = (),
+        branch: str = "",
     ) -> None:
-        """Run an instruction now, or queue it for the live session when the chat's worker is busy.
+        """Run an instruction in a lane now, or queue it for the lane's live session when its worker is busy.
 
         ``images`` are paths of image files (in the project's inbox) that go to the model with it.
         """
         s = self.services
-        c = self.chat(chat_id)
+        c = self.chat(chat_id, branch)
         async with c.lock:
             if c.busy:
-                await s.state.enqueue(chat_id, text, source, images)
-                waiting = len(await s.state.queued(chat_id))
-                await s.sender.send(
-                    chat_id,
-                    f"📥 Queued ({waiting} waiting): it goes to the live session when the current step ends.",
-                    html_text=False,
-                )
+                await s.state.enqueue(chat_id, text, source, images, branch=branch)
+                waiting = len(await s.state.queued(chat_id, branch))
+                with in_lane(await self._tag(c)):
+                    await s.sender.send(
+                        chat_id,
+                        f"📥 {branch_label(branch)}Queued ({waiting} waiting): it goes to the live session when "
+                        "the current step ends.",
+                        html_text=False,
+                    )
                 return
             if c.idle is not None:
                 c.idle.cancel()  # a close already under way goes on (shielded); the next run waits for it
@@ -141,35 +192,51 @@ class SessionManager:
             c.stopping = False
             # Stored before the update counts as handled: killed before its run is recorded, the next start
             # finds it in the queue and runs it (bot.state.BotState.interrupted_runs).
-            queue_id = c.queue_id = await s.state.enqueue(chat_id, text, source, images, status="running")
+            queue_id = c.queue_id = await s.state.enqueue(
+                chat_id, text, source, images, status="running", branch=branch
+            )
             task = Task(text, user_id, source, queue_id, tuple(images))
-            c.worker = asyncio.create_task(self._drain(c, task), name=f"chat-{chat_id}")
+            c.worker = asyncio.create_task(self._drain(c, task), name=f"chat-{chat_id}-{branch}")
 
-    async def run_queued(self, chat_id: int, user_id: int) -> bool:
-        """At startup: run what a previous process left waiting in the queue (never started, no run cut in
-        this chat), oldest first. False when nothing waits or the chat is busy (its worker takes them next)."""
+    async def run_queued(self, chat_id: int, user_id: int, branch: str = "") -> bool:
+        """At startup: run what a previous process left waiting in a lane's queue (never started, no run cut
+        in this lane), oldest first. False when nothing waits or the lane is busy (its worker takes them next)."""
         s = self.services
-        c = self.chat(chat_id)
+        c = self.chat(chat_id, branch)
         async with c.lock:
-            queued = None if c.busy else await s.state.next_queued(chat_id)
+            queued = None if c.busy else await s.state.next_queued(chat_id, branch)
             if queued is None:
                 return False
             await s.state.mark_queued(queued.id, "running")
             c.queue_id = queued.id
             task = Task(queued.text, user_id, queued.source, queued.id, queued.images)
             c.stopping = False
-            c.worker = asyncio.create_task(self._drain(c, task), name=f"chat-{chat_id}")
+            c.worker = asyncio.create_task(self._drain(c, task), name=f"chat-{chat_id}-{branch}")
         return True
 
+    async def _tag(self, c: ChatSession) -> LaneTag:
+        """The lane's tag, its forum topic looked up when it is a branch's."""
+        if c.branch and c.thread_id is None:
+            known = await self.services.state.branch(c.chat_id, c.branch)
+            c.thread_id = known.thread_id if known is not None else None
+        return c.tag
+
     async def _drain(self, c: ChatSession, task: Task) -> None:
+        with in_lane(await self._tag(c)):
+            await self._drain_lane(c, task)
+
+    async def _drain_lane(self, c: ChatSession, task: Task) -> None:
         s = self.services
         current: Task | None = task
         while current is not None:
-            await self._run_one(c, current)
+            async with self.slots.take(c.tag, lambda place: self._tell_place(c, place)):
+                await self._run_one(c, current)
             if current.queue_id is not None:
                 await s.state.mark_queued(current.queue_id, "done")
+            if current.source == "resolve" and self.after_resolve is not None and not self.shutting_down:
+                await self.after_resolve(c, current.user_id)
             async with c.lock:
-                queued = None if c.stopping else await s.state.next_queued(c.chat_id)
+                queued = None if c.stopping else await s.state.next_queued(c.chat_id, c.branch)
                 if queued is None:
                     c.worker = None
                     self._arm_idle(c)
@@ -178,16 +245,34 @@ class SessionManager:
                 c.queue_id = queued.id  # taken under the lock: a /stop from now on cancels this row
             current = Task(queued.text, c.user_id, queued.source, queued.id, queued.images)
 
+    async def _tell_place(self, c: ChatSession, place: int) -> None:
+        n = self.slots.limit
+        text = (
+            f"⏳ {branch_label(c.branch)}Waiting for a free slot: {place} in line "
+            f"({n} session{'s' if n != 1 else ''} at once, MACUPOS_MAX_PARALLEL)."
+        )
+        with contextlib.suppress(TelegramError):
+            await self.services.sender.send(c.chat_id, text, html_text=False)
+
     async def _run_one(self, c: ChatSession, task: Task) -> None:
         s = self.services
         chat_id = c.chat_id
         c.user_id, c.source, c.instruction, c.started = task.user_id, task.source, task.text, time.monotonic()
-        project = await s.project_of(chat_id)
-        chat = await s.state.chat(chat_id)
-        # An RPA run opens sessions of its own: it does not continue (or claim) the chat's session.
-        session_id = "" if task.source == "rpa" else chat.session_id
+        c.asking = c.answered = False
         try:
-            run_id = await s.state.start_run(chat_id, task.text, session_id, project.name, queue_id=task.queue_id)
+            where = await self.router.where(chat_id, c.branch)
+        except (RelayError, BotError) as exc:
+            with contextlib.suppress(TelegramError):
+                await s.sender.send(chat_id, f"❌ {branch_label(c.branch)}{exc}", html_text=False)
+            c.last_status = "failed"
+            return
+        project = where.project
+        # An RPA run opens sessions of its own: it does not continue (or claim) the lane's session.
+        session_id = "" if task.source == "rpa" else where.resume
+        try:
+            run_id = await s.state.start_run(
+                chat_id, task.text, session_id, project.name, queue_id=task.queue_id, branch=c.branch
+            )
             c.run_id = run_id
         except ChatBusyError:
             await s.sender.send(
@@ -196,6 +281,7 @@ class SessionManager:
             return
         t = s.tuning
         title = "Research → Plan → Audit" if task.source == "rpa" else brief_title(task.text)
+        title = branch_label(c.branch) + title
         progress = Progress(
             s.sender, chat_id, title, min_edit_interval_s=t.min_edit_interval_s, heartbeat_s=t.heartbeat_s
         )
@@ -203,9 +289,9 @@ class SessionManager:
         try:
             await progress.start()
             if task.source == "rpa":
-                status = await self._run_rpa(c, task, progress)
+                status = await self._run_rpa(c, task, progress, where.folder)
             else:
-                status = await self._run_claude(c, task, project, chat.session_id, run_id, progress)
+                status = await self._run_claude(c, task, project, where.folder, where.resume, run_id, progress)
         except asyncio.CancelledError:
             raise  # a shutdown or crash: the run stays "running" and the next start offers to resume it
         except LoginError as exc:
@@ -215,11 +301,11 @@ class SessionManager:
                 await progress.finish("failed", f"{name} login refused")
             await self.logins.tell(chat_id, exc.engine, str(exc))
             status = "failed"
-        except RelayError as exc:
+        except (RelayError, BotError) as exc:
             logger.warning("run in chat %s failed: %s", chat_id, exc)
             with contextlib.suppress(TelegramError):
                 await progress.finish("failed", str(exc)[:300])
-                await s.sender.send(chat_id, f"❌ {escape(str(exc)[:3000])}")
+                await s.sender.send(chat_id, f"❌ {escape(branch_label(c.branch) + str(exc)[:3000])}")
             status = "failed"
         except TelegramError as exc:
             logger.warning("telegram failed during a run in chat %s: %s", chat_id, exc)
@@ -232,16 +318,27 @@ class SessionManager:
             status = "failed"
         finally:
             c.progress = None
+            c.asking = False
         await s.tell_storage_fault(chat_id)  # once per chat: the run went on without a broken memory
         if self.shutting_down:
             return  # the run stays "running": the next start reports it and offers to resume
-        await s.state.finish_run(run_id, status)  # type: ignore[arg-type]
+        c.last_status = status
+        await s.state.finish_run(run_id, status, progress.cost_usd or 0.0)  # type: ignore[arg-type]
+
+    async def set_session(self, c: ChatSession, session_id: str | None) -> None:
+        """What the lane's next instruction continues (None: a fresh session)."""
+        state = self.services.state
+        if c.branch:
+            await state.set_branch_session(c.chat_id, c.branch, session_id or "")
+        else:
+            await state.set_session(c.chat_id, session_id)
 
     async def _run_claude(
         self,
         c: ChatSession,
         task: Task,
         project: Project,
+        folder: Path,
         resume: str,
         run_id: int,
         progress: Progress,
@@ -249,9 +346,9 @@ class SessionManager:
     ) -> str:
         s = self.services
         images = await asyncio.to_thread(load_images, task.images)
-        session = await self._session(c, project, resume or None, continued)
+        session = await self._session(c, project, folder, resume or None, continued)
         await s.state.set_run_session(run_id, session.session_id)
-        await s.state.set_session(c.chat_id, session.session_id)
+        await self.set_session(c, session.session_id)
         progress.update(stage="running")
         try:
             result = await session.send(task.text, images=images)
@@ -259,43 +356,61 @@ class SessionManager:
             c.live = None
             handoff = await handoff_of(s.eywa, exc.session_id)
             await s.sender.send(c.chat_id, stand_in_line(exc.session_id, handoff), html_text=False)
-            await s.state.set_session(c.chat_id, None)
+            await self.set_session(c, None)
             grounding = (exc.session_id, handoff.markdown) if handoff is not None else None
-            return await self._run_claude(c, task, project, "", run_id, progress, grounding)
+            return await self._run_claude(c, task, project, folder, "", run_id, progress, grounding)
         except RelayError:
             c.live = None  # the relay ends a session on an error, a refused login or a timeout
             raise
         self.logins.clear(c.chat_id, "claude")
         if self.shutting_down:
             return "interrupted"
-        await s.state.set_session(c.chat_id, result.session_id)
+        await self.set_session(c, result.session_id)
         status = "stopped" if result.subtype == "interrupted" else ("failed" if result.is_error else "done")
         model = session.model or s.relay.claude_model or "default model"
         footer = f"claude · {model} · session {result.session_id[:8]} · {result.duration_s:.1f} s"
         progress.add_usage(result.usage.tokens, result.usage.cost_usd)
         await progress.finish(status, footer)
+        c.answered = True
         if result.answer.strip() or status == "done":
-            await s.sender.send_markdown(c.chat_id, result.answer, document_threshold=s.tuning.document_threshold)
+            answer = f"🌿 **{c.branch}**\n\n{result.answer}" if c.branch else result.answer
+            await s.sender.send_markdown(c.chat_id, answer, document_threshold=s.tuning.document_threshold)
             if self.spoken is not None:  # in the background: the text answer is already out
                 self.spoken.after_answer(c.chat_id, task.source, result.answer)
         return status
 
-    async def _run_rpa(self, c: ChatSession, task: Task, progress: Progress) -> str:
+    async def _run_rpa(self, c: ChatSession, task: Task, progress: Progress, folder: Path) -> str:
         async def on_event(event: RelayEvent) -> None:
             await self._on_event(c, event)
 
-        approve = self.approvals.handler(c.chat_id, lambda: c.user_id)
-        return await self.rpa.run(c.chat_id, task.text, progress, approve=approve, on_event=on_event)
+        return await self.rpa.run(
+            c.chat_id, task.text, progress, approve=self._approve(c), on_event=on_event, folder=folder
+        )
+
+    def _approve(self, c: ChatSession) -> ApprovalHandler:
+        """The lane's approval handler: its prompts carry the lane's branch and go to its topic."""
+        decide = self.approvals.handler(c.chat_id, lambda: c.user_id)
+
+        async def in_its_lane(request: ApprovalRequest) -> ApprovalDecision:
+            with in_lane(c.tag):
+                return await decide(request)
+
+        return in_its_lane
 
     async def _session(
-        self, c: ChatSession, project: Project, resume: str | None, continued: tuple[str, str] | None = None
+        self,
+        c: ChatSession,
+        project: Project,
+        folder: Path,
+        resume: str | None,
+        continued: tuple[str, str] | None = None,
     ) -> ClaudeSession:
-        """The chat's live session, or a new one (resumed by id when the chat has a current session)."""
+        """The lane's live session, or a new one (resumed by id when the lane has a current session)."""
         if c.closing is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await c.closing
             c.closing = None
-        if c.live is not None and c.project == project.name:
+        if c.live is not None and c.project == project.name and c.folder == folder:
             return c.live
         if c.live is not None:
             await self.close_live(c)
@@ -306,34 +421,43 @@ class SessionManager:
 
         session = await ClaudeSession.start(
             s.relay,
-            project_dir=project.path,
+            project_dir=folder,
             eywa=s.eywa,
             facts_lines=await s.facts_lines(),
             resume=resume,
-            approve=self.approvals.handler(c.chat_id, lambda: c.user_id),
+            approve=self._approve(c),
             on_event=on_event,
             ledger=s.ledger,
             project=project.name,
             continued=continued,
+            branch=c.branch or None,
         )
         if s.codex is not None:
             session.add_mcp_server(
                 "relay",
                 build_relay_server(
                     s.codex,
-                    cwd=project.path,
+                    cwd=folder,
                     stages=stage_configs(s.relay.codex_stages),
                     on_event=session.emit,
                     on_turn=session.on_codex_turn,
-                    approve=self.approvals.handler(c.chat_id, lambda: c.user_id),
+                    approve=self._approve(c),
                 ),
             )
-        c.live, c.project = session, project.name
+        c.live, c.project, c.folder = session, project.name, folder
         return session
 
     async def _on_event(self, c: ChatSession, event: RelayEvent) -> None:
-        """Relay events of the chat's runs, normal and RPA: handoffs go to review, the rest to the progress."""
+        """Relay events of the lane's runs, normal and RPA: handoffs go to review, the rest to the progress."""
+        with in_lane(c.tag):
+            await self._on_lane_event(c, event)
+
+    async def _on_lane_event(self, c: ChatSession, event: RelayEvent) -> None:
         progress = c.progress
+        if isinstance(event, PermissionRequest):
+            c.asking = True
+        elif isinstance(event, ToolStart | StageEnd):
+            c.asking = False
         if isinstance(event, HandoffReady):
             await self.reviews.post(c.chat_id, c.user_id, event.session_id, event.markdown)
             if event.budget_capped:
@@ -375,7 +499,7 @@ class SessionManager:
                     return
             await self.close_live(c)
 
-        c.idle = asyncio.create_task(later(), name=f"idle-{c.chat_id}")
+        c.idle = asyncio.create_task(later(), name=f"idle-{c.chat_id}-{c.branch}")
 
     async def close_live(self, c: ChatSession) -> None:
         """End the live session: the relay ingests it and emits HandoffReady (posted for review)."""
@@ -389,7 +513,7 @@ class SessionManager:
             except RelayError as exc:
                 logger.warning("closing the session of chat %s: %s", c.chat_id, exc)
 
-        c.closing = asyncio.create_task(close(), name=f"close-{c.chat_id}")
+        c.closing = asyncio.create_task(close(), name=f"close-{c.chat_id}-{c.branch}")
         await asyncio.shield(c.closing)
 
     async def shutdown(self, grace_s: float = 10.0) -> None:

@@ -36,6 +36,7 @@ __all__ = [
 DEFAULT_API_URL = "https://api.telegram.org"
 DEFAULT_RPA_TRIGGER = "run the relay"
 DEFAULT_APPROVAL_TIMEOUT_S = 300.0
+DEFAULT_MAX_PARALLEL = 4
 
 WhisperBackend = Literal["faster-whisper", "openai-whisper"]
 WHISPER_BACKENDS: tuple[str, ...] = ("faster-whisper", "openai-whisper")
@@ -94,6 +95,7 @@ class BotSettings:
     public_url: str = ""  # where `macupos serve --local` is reached over HTTPS: /memory opens it as a Mini App
     approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
     rpa_trigger: str = DEFAULT_RPA_TRIGGER
+    max_parallel: int = DEFAULT_MAX_PARALLEL  # sessions running an instruction at once; more wait in line
     env: Mapping[str, str] = field(default_factory=dict, repr=False)  # holds secrets too
 
     @property
@@ -190,8 +192,19 @@ class BotSettings:
                 "MACUPOS_APPROVAL_TIMEOUT_S", merged.get("MACUPOS_APPROVAL_TIMEOUT_S", ""), DEFAULT_APPROVAL_TIMEOUT_S
             ),
             rpa_trigger=" ".join(merged.get("MACUPOS_RPA_TRIGGER", "").split()) or DEFAULT_RPA_TRIGGER,
+            max_parallel=_count("MACUPOS_MAX_PARALLEL", merged.get("MACUPOS_MAX_PARALLEL", ""), DEFAULT_MAX_PARALLEL),
             env=MappingProxyType(merged),
         )
+
+
+def _count(variable: str, raw: str, default: int) -> int:
+    """A whole number from 1 to 64 ("" is the default)."""
+    raw = raw.strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= 64:
+        raise ConfigError(variable, f"must be a whole number from 1 to 64, not {raw!r}")
+    return int(raw)
 
 
 def find_dotenv(env: Mapping[str, str], cwd: Path) -> Path | None:

@@ -10,46 +10,38 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any, cast
 
-from bot.errors import ChatBusyError
 from bot.migrations import MIGRATIONS
 from bot.records import (
     Callback,
     ChatState,
     HandoffReview,
-    QueuedInstruction,
-    QueueStatus,
     ReviewState,
-    Run,
-    RunStatus,
     SpeechMode,
     StoredUpdate,
     UpdateStatus,
 )
+from bot.state_base import check_value, dumps
+from bot.state_lanes import LanesState
+from bot.state_runs import RunsState
 from memory.db import Database
 from memory.redact import Redactor
 
 __all__ = ["BotState"]
 
 
-def _check(value: str, allowed: Any, what: str) -> None:
-    if value not in get_args(allowed):
-        raise ValueError(f"unknown {what} {value!r} (known: {', '.join(get_args(allowed))})")
-
-
-def _dumps(payload: Mapping[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+_check = check_value
+_dumps = dumps
 
 
 _UPDATE_COLS = "update_id, chat_id, user_id, kind, payload, status, received_at, handled_at"
-_CHAT_COLS = "chat_id, project, session_id, last_session_id, pending_transcript, pending_correction"
-_QUEUE_COLS = "id, chat_id, text, source, status, created_at, attachments"
-_RUN_COLS = "id, chat_id, instruction, session_id, project, status, started_at, finished_at"
+_CHAT_COLS = (
+    "chat_id, project, session_id, last_session_id, pending_transcript, pending_correction, last_branch, last_branch_at"
+)
 _CALLBACK_COLS = "token, chat_id, user_id, action, payload, expires_at, used_at"
 _REVIEW_COLS = "session_id, chat_id, message_id, state, correction, updated_at"
 
@@ -58,26 +50,15 @@ def _update(row: Sequence[Any]) -> StoredUpdate:
     return StoredUpdate(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], row[6], row[7])
 
 
-def _run(row: Sequence[Any]) -> Run:
-    return Run(*row)
-
-
-def _queued(row: Sequence[Any]) -> QueuedInstruction:
-    paths = json.loads(row[6] or "[]")
-    images = tuple(str(p) for p in paths) if isinstance(paths, list) else ()
-    return QueuedInstruction(row[0], row[1], row[2], row[3], row[4], row[5], images)
-
-
 def _review(row: Sequence[Any]) -> HandoffReview:
     return HandoffReview(*row)
 
 
-class BotState:
-    """The bot's durable state. Open with :meth:`open`, close with :meth:`close`; every method is a coroutine."""
+class BotState(RunsState, LanesState):
+    """The bot's durable state. Open with :meth:`open`, close with :meth:`close`; every method is a coroutine.
 
-    def __init__(self, db: Database, clock: Callable[[], float]) -> None:
-        self._db = db
-        self._clock = clock
+    The queue and runs are :class:`bot.state_runs.RunsState`, branches and lanes :class:`bot.state_lanes.LanesState`.
+    """
 
     @classmethod
     async def open(
@@ -104,14 +85,6 @@ class BotState:
     @property
     def path(self) -> Path:
         return self._db.path
-
-    async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        async with self._db.conn.execute(sql, params) as cur:
-            return list(await cur.fetchall())
-
-    async def _one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
-        async with self._db.conn.execute(sql, params) as cur:
-            return await cur.fetchone()
 
     # -- updates ---------------------------------------------------------------------------------------
 
@@ -198,171 +171,6 @@ class BotState:
 
     async def set_pending_correction(self, chat_id: int, session_id: str) -> None:
         await self._set_chat(chat_id, "pending_correction = ?", (session_id,))
-
-    # -- queue -----------------------------------------------------------------------------------------
-
-    async def enqueue(
-        self, chat_id: int, text: str, source: str, images: Sequence[str] = (), *, status: QueueStatus = "queued"
-    ) -> int:
-        """Store an instruction in the chat's queue: ``queued`` to wait its turn, ``running`` when it starts now
-        (stored first all the same, so a process killed before its run is recorded runs it at the next start)."""
-        _check(status, QueueStatus, "queue status")
-        now = self._clock()
-        async with self._db.write() as conn:
-            cur = await conn.execute(
-                "INSERT INTO queue(chat_id, text, source, created_at, updated_at, attachments, status)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (chat_id, text, source, now, now, json.dumps(list(images)), status),
-            )
-            return int(cur.lastrowid or 0)
-
-    async def next_queued(self, chat_id: int) -> QueuedInstruction | None:
-        row = await self._one(
-            f"SELECT {_QUEUE_COLS} FROM queue WHERE chat_id = ? AND status = 'queued' ORDER BY id LIMIT 1", (chat_id,)
-        )
-        return _queued(row) if row else None
-
-    async def queued(self, chat_id: int) -> list[QueuedInstruction]:
-        """What waits in this chat, oldest first (for ``/status``)."""
-        rows = await self._all(
-            f"SELECT {_QUEUE_COLS} FROM queue WHERE chat_id = ? AND status = 'queued' ORDER BY id", (chat_id,)
-        )
-        return [_queued(r) for r in rows]
-
-    async def mark_queued(self, queue_id: int, status: QueueStatus) -> None:
-        _check(status, QueueStatus, "queue status")
-        async with self._db.write() as conn:
-            await conn.execute(
-                "UPDATE queue SET status = ?, updated_at = ?,"
-                " text = CASE WHEN ? IN ('done', 'failed', 'cancelled') THEN redact_text(text) ELSE text END"
-                " WHERE id = ?",
-                (status, self._clock(), status, queue_id),
-            )
-
-    # -- runs ------------------------------------------------------------------------------------------
-
-    async def start_run(
-        self, chat_id: int, instruction: str, session_id: str = "", project: str = "", *, queue_id: int | None = None
-    ) -> int:
-        """Record a session run (``queue_id``: the queue row it runs); raises ChatBusyError if the chat already
-        has one running."""
-        try:
-            async with self._db.write() as conn:
-                cur = await conn.execute(
-                    "INSERT INTO runs(chat_id, instruction, session_id, project, started_at, queue_id)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (chat_id, instruction, session_id, project, self._clock(), queue_id),
-                )
-                return int(cur.lastrowid or 0)
-        except sqlite3.IntegrityError as exc:
-            raise ChatBusyError(chat_id) from exc
-
-    async def set_run_session(self, run_id: int, session_id: str) -> None:
-        """The session id is known only once the CLI has started; store it so an interrupted run can resume."""
-        async with self._db.write() as conn:
-            await conn.execute("UPDATE runs SET session_id = ? WHERE id = ?", (session_id, run_id))
-
-    async def finish_run(self, run_id: int, status: RunStatus) -> None:
-        _check(status, RunStatus, "run status")
-        async with self._db.write() as conn:
-            await conn.execute(
-                "UPDATE runs SET status = ?, finished_at = ?,"
-                " instruction = CASE WHEN ? = 'interrupted' THEN instruction ELSE redact_text(instruction) END"
-                " WHERE id = ?",
-                (status, self._clock(), status, run_id),
-            )
-
-    async def running(self, chat_id: int) -> Run | None:
-        row = await self._one(f"SELECT {_RUN_COLS} FROM runs WHERE chat_id = ? AND status = 'running'", (chat_id,))
-        return _run(row) if row else None
-
-    async def get_run(self, run_id: int) -> Run | None:
-        row = await self._one(f"SELECT {_RUN_COLS} FROM runs WHERE id = ?", (run_id,))
-        return _run(row) if row else None
-
-    async def interrupted_runs(self) -> list[Run]:
-        """At startup: runs (and queued instructions) a previous process left running, now marked interrupted.
-
-        Call once before handling updates. The returned runs keep their session id, so the bot can offer to
-        resume; nothing is re-run here.
-        """
-        now = self._clock()
-        async with self._db.write() as conn:
-            # A queue row taken ("running") whose run was never recorded was cut before the model was asked:
-            # it goes back in the queue. (A chat whose running run has no queue_id ran it on a version that
-            # did not record one: that row is its run's, reported below as before.)
-            await conn.execute(
-                "UPDATE queue SET status = 'queued', updated_at = ? WHERE status = 'running'"
-                " AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.queue_id = queue.id)"
-                " AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.chat_id = queue.chat_id"
-                " AND runs.status = 'running' AND runs.queue_id IS NULL)",
-                (now,),
-            )
-            # One whose run ended (answered) before the process died: done.
-            await conn.execute(
-                "UPDATE queue SET status = 'done', updated_at = ?, text = redact_text(text) WHERE status = 'running'"
-                " AND EXISTS (SELECT 1 FROM runs WHERE runs.queue_id = queue.id AND runs.status != 'running')",
-                (now,),
-            )
-            async with conn.execute(
-                f"UPDATE runs SET status = 'interrupted', finished_at = ? WHERE status = 'running' "
-                f"RETURNING {_RUN_COLS}",
-                (now,),
-            ) as cur:
-                rows = list(await cur.fetchall())
-            await conn.execute(  # the run keeps the instruction a resume needs; this copy is done with
-                "UPDATE queue SET status = 'interrupted', updated_at = ?, text = redact_text(text)"
-                " WHERE status = 'running'",
-                (now,),
-            )
-            for chat_id in {int(r[1]) for r in rows}:
-                await conn.execute(
-                    "UPDATE queue SET status = 'held', updated_at = ? WHERE chat_id = ? AND status = 'queued'",
-                    (now, chat_id),
-                )
-        return sorted((_run(r) for r in rows), key=lambda r: r.id)
-
-    async def chats_with_queued(self) -> list[int]:
-        """Chats with instructions waiting in the queue (at startup: none of them has a run; they never started)."""
-        return [int(r[0]) for r in await self._all("SELECT DISTINCT chat_id FROM queue WHERE status = 'queued'")]
-
-    async def held(self, chat_id: int) -> list[QueuedInstruction]:
-        """Instructions that were waiting when a previous process died: they wait for Resume or Dismiss."""
-        rows = await self._all(
-            f"SELECT {_QUEUE_COLS} FROM queue WHERE chat_id = ? AND status = 'held' ORDER BY id", (chat_id,)
-        )
-        return [_queued(r) for r in rows]
-
-    async def release_held(self, chat_id: int, status: QueueStatus) -> int:
-        """Resume puts held instructions back in the queue ("queued"); Dismiss cancels them."""
-        _check(status, QueueStatus, "queue status")
-        async with self._db.write() as conn:
-            cur = await conn.execute(
-                "UPDATE queue SET status = ?, updated_at = ?,"
-                " text = CASE WHEN ? = 'cancelled' THEN redact_text(text) ELSE text END"
-                " WHERE chat_id = ? AND status = 'held'",
-                (status, self._clock(), status, chat_id),
-            )
-            return int(cur.rowcount)
-
-    async def recent_runs(self, chat_id: int, limit: int = 10) -> list[Run]:
-        rows = await self._all(
-            f"SELECT {_RUN_COLS} FROM runs WHERE chat_id = ? ORDER BY id DESC LIMIT ?", (chat_id, limit)
-        )
-        return [_run(r) for r in rows]
-
-    async def recent_sessions(self, chat_id: int, project: str, limit: int = 8) -> list[tuple[str, float, str]]:
-        """(session id, when last used, its first instruction) of the chat's sessions in ``project``, newest first."""
-        rows = await self._all(
-            "SELECT session_id, max(coalesce(finished_at, started_at)) AS at, min(id) FROM runs"
-            " WHERE chat_id = ? AND project = ? AND session_id != '' GROUP BY session_id ORDER BY at DESC LIMIT ?",
-            (chat_id, project, limit),
-        )
-        out: list[tuple[str, float, str]] = []
-        for session_id, at, first in rows:
-            found = await self._one("SELECT instruction FROM runs WHERE id = ?", (first,))
-            out.append((str(session_id), float(at), str(found[0]) if found else ""))
-        return out
 
     # -- callbacks -------------------------------------------------------------------------------------
 

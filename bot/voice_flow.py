@@ -12,6 +12,7 @@ import asyncio
 import logging
 import re
 import secrets
+import time
 
 from telegram import Voice
 from telegram.constants import ChatAction
@@ -73,7 +74,15 @@ class VoiceFlow:
             logger.debug("no memory keywords for the transcriber: %s", exc)
         return list(dict.fromkeys(w for w in words if w))[:40]
 
-    async def handle(self, chat_id: int, user_id: int, voice: Voice, *, forwarded_from: str | None = None) -> None:
+    async def handle(
+        self,
+        chat_id: int,
+        user_id: int,
+        voice: Voice,
+        *,
+        forwarded_from: str | None = None,
+        thread_id: int | None = None,
+    ) -> None:
         """Transcribe and run a voice note; one ``forwarded_from`` someone is quoted as their words, never
         run as the owner's instruction (as forwarded text is)."""
         s = self.services
@@ -140,15 +149,22 @@ class VoiceFlow:
             await self._ask_confirm(chat_id, user_id, text, transcript)
             return
         await s.sender.send(chat_id, echo_text(transcript, text))
-        await self.run_transcript(chat_id, user_id, text)
+        await self.run_transcript(chat_id, user_id, text, thread_id)
 
-    async def run_transcript(self, chat_id: int, user_id: int, text: str) -> None:
-        # A quoted (forwarded) note starts "Forwarded from …": the trigger word never matches it.
-        task = strip_trigger(text, self.services.settings.rpa_trigger)
-        if task is not None:
-            await self.sessions.submit(chat_id, user_id, task, "rpa")
+    async def run_transcript(self, chat_id: int, user_id: int, text: str, thread_id: int | None = None) -> None:
+        # A quoted (forwarded) note starts "Forwarded from …": neither a branch nor the trigger word matches it.
+        s = self.services
+        routed = await self.sessions.router.route(chat_id, text, thread_id=thread_id, spoken=True, now=time.time())
+        if isinstance(routed, str):
+            await s.sender.send(chat_id, f"🎙 {routed}", html_text=False)
             return
-        await self.sessions.submit(chat_id, user_id, text, "voice")
+        if routed.note:
+            await s.sender.send(chat_id, routed.note, html_text=False)
+        task = strip_trigger(routed.text, s.settings.rpa_trigger)
+        if task is not None:
+            await self.sessions.submit(chat_id, user_id, task, "rpa", branch=routed.branch)
+            return
+        await self.sessions.submit(chat_id, user_id, routed.text, "voice", branch=routed.branch)
 
     async def _ask_confirm(self, chat_id: int, user_id: int, text: str, transcript: Transcript) -> None:
         s = self.services

@@ -112,10 +112,12 @@ class Eywa:
         max_handoffs: int | None = None,
         as_of: datetime | None = None,
         viewer: Path | None = None,
+        branch: str | None = None,
     ) -> Grounding:
         """Startup grounding: the best handoffs for a query, as scored results and as quoted text.
 
         Private projects' handoffs (memory.privacy) are left out, but for the project in folder ``viewer``.
+        ``branch``: the handoffs of that git branch's sessions come first (memory.branch_pref).
         """
         k = min(MAX_GROUNDING, max_handoffs or self.settings.max_handoffs)
         results = await retrieve(
@@ -127,6 +129,7 @@ class Eywa:
             as_of=as_of,
             window_days=self.settings.window_days,
             hidden=load_privacy(self.settings).without(viewer),
+            branch=branch,
         )
         # One read for all of them, on the read connection (each aiosqlite statement would be a thread hop).
         sql = f"SELECT session_id, markdown FROM handoffs WHERE session_id IN ({','.join('?' * len(results))})"

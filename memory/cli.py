@@ -155,6 +155,7 @@ async def ingest_cmd(
     help="Score as if now were this ISO-8601 time, exactly (reproducible results). Without it, now is this "
     "machine's clock plus 10 minutes, so a handoff from a machine whose clock runs a little ahead is found.",
 )
+@click.option("--branch", help="A git branch: the handoffs of its sessions first (a reordering, not a filter).")
 @click.option("--json", "as_json", is_flag=True, help="Print [{session_id, score, date, headline, projects, kind}].")
 @click.option("--explain", is_flag=True, help="Show matched terms, IDF and factors for every result.")
 @click.option(
@@ -171,6 +172,7 @@ async def get_cmd(
     days_back: float | None,
     max_k: int,
     as_of: datetime | None,
+    branch: str | None,
     as_json: bool,
     explain: bool,
     queries: Any,
@@ -183,16 +185,16 @@ async def get_cmd(
     from memory.grounding import explain_text
 
     if queries is not None:
-        if query or project or days_back is not None or as_of is not None:
+        if query or project or branch or days_back is not None or as_of is not None:
             raise click.UsageError(
                 "--queries takes each query's text and options from its lines: give no QUERY, "
-                "--project, --days-back or --as-of with it"
+                "--project, --days-back, --as-of or --branch with it"
             )
         for n, line in enumerate(queries, 1):
             if line.strip():
                 click.echo(json.dumps(await _answer_query_line(eywa, n, line, max_k, explain)))
         return
-    g = await eywa.get(query, project=project, days_back=days_back, max_handoffs=max_k, as_of=as_of)
+    g = await eywa.get(query, project=project, days_back=days_back, max_handoffs=max_k, as_of=as_of, branch=branch)
     if as_json:
         click.echo(json.dumps([r.as_json(explain) for r in g.results], indent=2))
     elif explain:

@@ -18,6 +18,7 @@ from memory.handoff_format import normalize_keyword
 from memory.models import BlockKind, Entry, Handoff, SessionKind, Transcript
 from memory.redact import MARKER_RE
 from memory.timeutil import parse_iso
+from memory.worktree_paths import project_root
 
 __all__ = ["base_handoff", "extract_fallback", "user_requests"]
 
@@ -98,7 +99,7 @@ _STOPWORDS = _wordset(
 
 
 def base_handoff(t: Transcript) -> Handoff:
-    """A handoff with only the facts read off the transcript: id, date, duration, model, kind, parent."""
+    """A handoff with only the facts read off the transcript: id, date, duration, model, kind, parent, branch."""
     stamps = sorted(s for s in (_parse_ts(e.timestamp) for e in t.entries) if s is not None)
     start = stamps[0] if stamps else _parse_ts(t.started_at)
     end = stamps[-1] if stamps else _parse_ts(t.ended_at)
@@ -113,6 +114,7 @@ def base_handoff(t: Transcript) -> Handoff:
         kind=t.kind,
         parent_id=t.parent_id,
         source="fallback",
+        extra={"branch": t.git_branch} if t.git_branch else {},  # an optional key of the file (handoff_format)
     )
 
 
@@ -217,7 +219,7 @@ def _relative(path: str, cwd: str) -> str:
 
 def _projects(t: Transcript, paths: list[str]) -> list[str]:
     found: list[str] = []
-    cwd = t.cwd.rstrip("/")
+    cwd = project_root(t.cwd).rstrip("/")  # a worktree's session works on its main folder's project
     if cwd:
         # Transcripts written on Windows carry backslash paths.
         found.append(PureWindowsPath(cwd).name if "\\" in cwd else PurePosixPath(cwd).name)
@@ -225,7 +227,7 @@ def _projects(t: Transcript, paths: list[str]) -> list[str]:
     for p in paths:
         parts = PurePosixPath(p).parts
         if ".git" in parts[1:]:
-            root = str(PurePosixPath(*parts[: parts.index(".git")]))
+            root = project_root(str(PurePosixPath(*parts[: parts.index(".git")])))
             roots.append(root)
             found.append(PurePosixPath(root).name)
     for p in paths:

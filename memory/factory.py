@@ -74,6 +74,7 @@ class Memory(Protocol):
         max_handoffs: int | None = None,
         as_of: datetime | None = None,
         viewer: Path | None = None,
+        branch: str | None = None,
     ) -> Grounding: ...
 
     async def search(self, query: str, limit: int = 10, *, viewer: Path | None = None) -> list[ContentHit]: ...

@@ -98,10 +98,12 @@ def explain_text(results: Sequence[ScoredHandoff]) -> str:
     """Why each handoff scored what it did: the terms, their IDF, every factor and the content term's parts."""
     if not results:
         return "no handoffs"
-    lines: list[str] = []
+    lines: list[str] = _branch_lines(results)
     for rank, r in enumerate(results, 1):
         e = r.explanation
         lines.append(f"{rank}. {r.session_id}  score {r.score:.4f}  {r.date}  {r.headline}")
+        if (note := r.branch_note) is not None:
+            lines.append(f"   {'same' if note.same else 'other'} branch, #{note.score_rank} by score")
         if e.fallback:
             lines.append(f"   no query match: most recent ({e.age_days:.1f} days old)")
             continue
@@ -126,3 +128,15 @@ def explain_text(results: Sequence[ScoredHandoff]) -> str:
                 + f"); words: {', '.join(c.words)}"
             )
     return "\n".join(lines)
+
+
+def _branch_lines(results: Sequence[ScoredHandoff]) -> list[str]:
+    """What a branch preference did (memory.branch_pref): nothing when none was asked."""
+    notes = [(rank, r.branch_note) for rank, r in enumerate(results, 1) if r.branch_note is not None]
+    if not notes:
+        return []
+    branch = notes[0][1].branch
+    same = sum(1 for _, note in notes if note.same)
+    if any(rank != note.score_rank for rank, note in notes):
+        return [f"branch {branch!r} preferred: reordered, its {same} handoff(s) first, then the rest by score"]
+    return [f"branch {branch!r} preferred: {same} handoff(s) of it, the order unchanged (the score order)"]

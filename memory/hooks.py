@@ -32,6 +32,7 @@ from memory.handoff_format import normalize_keyword
 from memory.log_redact import redact_log_text
 from memory.privacy import load_privacy
 from memory.settings import MemorySettings
+from memory.worktree_paths import project_root
 
 __all__ = [
     "EVENTS",
@@ -263,7 +264,8 @@ def _append_log(home: Path, message: str, own_secrets: Sequence[str] = ()) -> No
 
 
 def project_for(cwd: Path) -> str:
-    """The session's project: the git root's name above ``cwd``, else ``cwd``'s, normalised like handoff projects."""
+    """The project of ``cwd`` (of a bot worktree: its main folder): its git root's name, else its own, normalised."""
+    cwd = Path(project_root(str(cwd)))
     name = cwd.name
     for folder in (cwd, *cwd.parents):
         if (folder / ".git").exists():

@@ -22,6 +22,7 @@ from memory.extract import base_handoff, extract_fallback
 from memory.handoff_format import normalize_keyword
 from memory.models import Handoff, Transcript
 from memory.spend import Spend, spend_of
+from memory.worktree_paths import is_worktree, project_root, worktree_projects
 
 if TYPE_CHECKING:
     from claude_agent_sdk import ClaudeAgentOptions
@@ -91,6 +92,7 @@ def _prompt(t: Transcript, base: Handoff, markdown: str, max_input_chars: int) -
         f"date: {base.date}",
         f"duration: {base.duration_min:g} minutes",
         f"working directory: {t.cwd}" if t.cwd else "",
+        f"project folder: {project_root(t.cwd)} (the session ran in a worktree of it)" if is_worktree(t.cwd) else "",
         f"title: {t.title}" if t.title else "",
     ]
     header = "\n".join(f for f in facts if f)
@@ -279,6 +281,8 @@ async def extract_handoff(
         logger.warning("%s; using the deterministic handoff", exc)
         return fallback
     h.projects = h.projects or fallback.projects
+    if is_worktree(t.cwd):  # the main folder's project, never the worktree's folders (memory.worktree_paths)
+        h.projects = worktree_projects(h.projects, t.cwd, fallback.projects[:1])
     if h.substance > 0:
         h.key_files = h.key_files or fallback.key_files
     return h

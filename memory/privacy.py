@@ -10,7 +10,9 @@ A project is private when its folder is under one of these paths:
   ``memory ingest`` started outside the bot see the bot's switches too.
 
 Sessions are told apart by their working folder (a transcript's ``cwd``); a handoff is hidden from other
-projects also when it names a private project (its folder's name) among its projects.
+projects also when it names a private project (its folder's name) among its projects. The bot's worktrees of
+a project (``<project>/.macupos/worktrees/<branch>``, memory.worktree_paths) are inside its folder: a private
+project's cover them, and its worktree sessions' handoffs name the project's folder.
 """
 
 from __future__ import annotations

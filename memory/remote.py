@@ -202,6 +202,7 @@ class RemoteEywa:
         max_handoffs: int | None = None,
         as_of: datetime | None = None,
         viewer: Path | None = None,
+        branch: str | None = None,
     ) -> Grounding:
         """The service's grounding; handoffs naming a private project (but ``viewer``'s) are left out here."""
         k = min(MAX_GROUNDING, max_handoffs or self.settings.max_handoffs)
@@ -212,6 +213,7 @@ class RemoteEywa:
             "max": k,
             "as_of": as_of.isoformat() if as_of is not None else None,
             "explain": "1",
+            "branch": branch or None,
         }
         items = (await self.client.request("GET", "/v1/get", params=params)).json()
         hidden = load_privacy(self.settings).without(viewer).names

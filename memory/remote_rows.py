@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memory.branch_pref import BranchNote
 from memory.content_term import ContentTerm
 from memory.handoff_format import from_markdown
 from memory.models import SessionKind
@@ -51,6 +52,7 @@ def _explanation(raw: dict[str, Any] | None) -> Explanation:
 
 
 def scored(item: dict[str, Any]) -> ScoredHandoff:
+    note = item.get("branch_preference")
     return ScoredHandoff(
         session_id=str(item["session_id"]),
         score=float(item["score"]),
@@ -61,6 +63,7 @@ def scored(item: dict[str, Any]) -> ScoredHandoff:
         keywords=(),
         kind=str(item["kind"]),
         explanation=_explanation(item.get("explain")),
+        branch_note=BranchNote(str(note["branch"]), bool(note["same"]), int(note["score_rank"])) if note else None,
     )
 
 

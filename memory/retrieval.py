@@ -26,6 +26,7 @@ from typing import Any
 
 import aiosqlite
 
+from memory.branch_pref import BRANCH_POOL, BranchNote, prefer_branch
 from memory.content_term import CONTENT_DF_CAP, ContentProbe, ContentTerm, fts_quote
 from memory.db import Database
 from memory.index import FIELD_DOC, FIELD_KEYWORD, FIELD_PROJECT
@@ -114,6 +115,7 @@ class ScoredHandoff:
     keywords: tuple[str, ...]
     kind: str
     explanation: Explanation
+    branch_note: BranchNote | None = None  # set when a branch was preferred (memory.branch_pref)
 
     def as_json(self, explain: bool = False) -> dict[str, Any]:
         """One grounding result as `macupos memory get --json` and the service's `/v1/get` write it."""
@@ -125,6 +127,8 @@ class ScoredHandoff:
             "projects": list(self.projects),
             "kind": str(self.kind),
         }
+        if self.branch_note is not None:
+            out["branch_preference"] = asdict(self.branch_note)
         if explain:
             out["explain"] = asdict(self.explanation)
         return out
@@ -189,6 +193,7 @@ async def retrieve(
     date_weight: float = DEFAULT_DATE_WEIGHT,
     date_days: float = DEFAULT_DATE_DAYS,
     hidden: Privacy | None = None,
+    branch: str | None = None,
 ) -> list[ScoredHandoff]:
     """The top ``max_k`` handoffs for ``query`` (``project``'s terms join the query), leaving out those of
     the private projects ``hidden`` names (the next best take their places; scores are unchanged).
@@ -198,7 +203,8 @@ async def retrieve(
     :data:`CLOCK_SKEW_S` more for a clock ahead of this one; naive means UTC) are invisible, and IDF is
     taken over the handoffs visible then. ``days_back`` drops
     older handoffs. No query terms or no match: the most recent handoffs within ``days_back``, else
-    within the window.
+    within the window. ``branch``: of the ``BRANCH_POOL × max_k`` best, its sessions' first
+    (:mod:`memory.branch_pref`); None or "" changes nothing.
     """
     if max_k <= 0:
         return []
@@ -213,7 +219,7 @@ async def retrieve(
         now=now,
         horizon=now - days_back * DAY_S if days_back is not None else -math.inf,
         days_back=days_back,
-        k=max_k,
+        k=BRANCH_POOL * max_k if branch else max_k,
         window_days=window_days,
         content_weight=content_weight,
         session_share=min(1.0, max(0.0, session_share)),
@@ -224,9 +230,19 @@ async def retrieve(
         date_weight=max(0.0, date_weight),
         date_days=max(0.0, date_days),
     )
+    if branch:
+        return await db.read(functools.partial(_evaluate_branch, q=q, hidden=hidden, branch=branch, k=max_k))
     if hidden:
         return await db.read(functools.partial(_evaluate_visible, q=q, hidden=hidden))
     return await db.read(functools.partial(_evaluate, q=q))
+
+
+def _evaluate_branch(
+    conn: sqlite3.Connection, q: _Query, hidden: Privacy | None, branch: str, k: int
+) -> list[ScoredHandoff]:
+    """The ``q.k`` best (visible) handoffs, ``branch``'s first, cut to ``k`` (memory.branch_pref)."""
+    found = _evaluate_visible(conn, q, hidden) if hidden else _evaluate(conn, q)
+    return prefer_branch(conn, found, branch, k)
 
 
 def _evaluate_visible(conn: sqlite3.Connection, q: _Query, hidden: Privacy) -> list[ScoredHandoff]:

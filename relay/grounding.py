@@ -42,13 +42,20 @@ def ensure_rules_file(path: Path) -> Path:
 
 
 async def _handoff_blocks(
-    eywa: Memory, instruction: str, project: str | None, nonce: str, *, exclude: str = "", folder: Path | None = None
+    eywa: Memory,
+    instruction: str,
+    project: str | None,
+    nonce: str,
+    *,
+    exclude: str = "",
+    folder: Path | None = None,
+    branch: str | None = None,
 ) -> list[str]:
     if load_privacy(eywa.settings).covers(folder):
         logger.info("project %s is private: grounding without recalled handoffs", project)
         return []
     try:
-        grounding = await eywa.get(instruction, project=project, viewer=folder)
+        grounding = await eywa.get(instruction, project=project, viewer=folder, branch=branch or None)
     except MemoryStoreError as exc:
         # A damaged or unreadable memory must not stop the session: it runs without recalled handoffs.
         # (The fault stays in eywa.db.last_fault for the bot to tell its user once.)
@@ -67,13 +74,15 @@ async def build_grounding(
     project: str | None,
     continued: tuple[str, str] | None = None,
     project_dir: Path | None = None,
+    branch: str | None = None,
 ) -> str:
     """The system-prompt appendix: standing rules (instructions), then facts and handoffs (quoted data).
 
     ``continued`` is (session id, handoff markdown) of a session this fresh one stands in for (Claude Code
     no longer had it to resume): its handoff comes first among the recalled blocks, whatever the search finds.
     ``project_dir`` is the session's folder: a private project's recalls no handoffs; others never recall
-    a private project's.
+    a private project's. ``branch`` (a worktree session's git branch): the handoffs of that branch's
+    sessions come first, then the project's others (memory.branch_pref).
     """
     nonce = secrets.token_hex(4)
     parts: list[str] = []
@@ -95,7 +104,13 @@ async def build_grounding(
         recalled.append(recalled_block(nonce, f"handoff of session {sid}, the session this one continues", body))
     recalled.extend(
         await _handoff_blocks(
-            eywa, instruction, project, nonce, exclude=continued[0] if continued else "", folder=project_dir
+            eywa,
+            instruction,
+            project,
+            nonce,
+            exclude=continued[0] if continued else "",
+            folder=project_dir,
+            branch=branch,
         )
     )
     if recalled:

@@ -82,8 +82,10 @@ class ClaudeSession:
         stage: str,
         project: str | None,
         continued: tuple[str, str] | None = None,
+        branch: str | None = None,
     ) -> None:
         self.settings = settings
+        self.branch = branch  # a worktree's branch: grounding prefers that branch's handoffs
         self.project_dir = project_dir
         self.eywa = eywa
         self.facts_lines = tuple(facts_lines)
@@ -131,6 +133,7 @@ class ClaudeSession:
         stage: str = "",
         project: str | None = None,
         continued: tuple[str, str] | None = None,
+        branch: str | None = None,
     ) -> ClaudeSession:
         """Prepare a session in ``project_dir``. The CLI starts with the first instruction, grounded on it.
 
@@ -156,6 +159,7 @@ class ClaudeSession:
             stage=stage,
             project=project,
             continued=continued,
+            branch=branch,
         )
 
     # -- wiring ---------------------------------------------------------------------------------
@@ -278,6 +282,7 @@ class ClaudeSession:
             project=self.project,
             continued=self.continued,
             project_dir=self.project_dir,
+            branch=self.branch,
         )
         options = await claude_options(
             s,

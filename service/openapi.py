@@ -124,6 +124,7 @@ def openapi_document(settings: ServiceSettings) -> dict[str, Any]:
                         _q("days_back", "number", "only the last N days (N > 0)"),
                         _q("max", "integer", "results", minimum=1, maximum=5),
                         _q("as_of", "string", "score as if now were this time", format="date-time"),
+                        _q("branch", "string", "a git branch: its sessions' handoffs first (a reordering)"),
                         _q("explain", "boolean", "add each score's parts"),
                         _q("format", "string", "json (default) or text (the quoted grounding)", enum=["json", "text"]),
                     ],

@@ -34,12 +34,13 @@ async def get_route(request: Request, call: Call) -> Response:
     days_back = positive_float_param(request, "days_back")
     max_k = int_param(request, "max", 5, 1, 5)
     as_of = instant_param(request, "as_of")
+    branch = text_param(request, "branch") or None
     explain = text_param(request, "explain") in {"1", "true", "yes"}
     form = text_param(request, "format", "json")
     if form not in {"json", "text"}:
         raise BadRequest("format must be json or text")
     eywa = await call.tenant.eywa()
-    g = await eywa.get(query, project=project, days_back=days_back, max_handoffs=max_k, as_of=as_of)
+    g = await eywa.get(query, project=project, days_back=days_back, max_handoffs=max_k, as_of=as_of, branch=branch)
     if form == "text":  # the quoted grounding text, as `macupos memory get` prints it
         return PlainTextResponse(g.text, media_type=MARKDOWN)
     return JSONResponse([r.as_json(explain) for r in g.results])

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.api import Eywa
+from memory.worktree_paths import project_root_sql
 
 __all__ = [
     "Child",
@@ -128,11 +129,11 @@ def _filters(project: str, kind: str, since: str, until: str) -> tuple[str, list
         where.append("substr(at, 1, 10) <= ?")
         args.append(until)
     if project:
-        # A handoff's project names, or the last folder of the session's working directory.
+        # A handoff's project names, or the last folder of the session's project folder (a worktree's main one).
         where.append(
             "(EXISTS (SELECT 1 FROM handoffs AS p, json_each(p.projects) AS j"
             " WHERE p.session_id = listed.id AND lower(j.value) = lower(?))"
-            " OR lower(replace(cwd, '\\', '/')) LIKE '%/' || lower(?))"
+            f" OR lower({project_root_sql('cwd')}) LIKE '%/' || lower(?))"
         )
         args += [project, project]
     return (" WHERE " + " AND ".join(where)) if where else "", args

@@ -39,9 +39,13 @@ class GatedDouble(AnthropicDouble):
         self.arrivals = 0  # every POST /v1/messages, held or not
         self.held = asyncio.Event()
         self.release = asyncio.Event()
+        self.arrived: list[dict[str, Any]] = []  # every request body as it arrives, held ones included
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         self.arrivals += 1
+        body = await request.json()  # aiohttp keeps the body: the logging below reads it again
+        if isinstance(body, dict):
+            self.arrived.append(body)
         if self.hold > 0:
             self.hold -= 1
             self.held.set()
@@ -148,6 +152,9 @@ class Harness:
         await self.tg.wait_for(lambda: not self.tg.pending, timeout=30)
         assert app.intake is not None
         await asyncio.wait_for(app.intake.idle(), 60)
+        sessions = app.sessions
+        if sessions is not None:  # the runs those updates started, their bookkeeping included
+            await self.tg.wait_for(lambda: sessions.idle, timeout=120)
 
 
 def buttons(message: Mapping[str, Any]) -> dict[str, str]:

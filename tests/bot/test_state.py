@@ -315,7 +315,7 @@ async def test_a_restart_tells_a_taken_queue_row_by_whether_its_run_was_recorded
     assert [q.text for q in await state.queued(1)] == ["taken, killed before its run was recorded", "waiting behind it"]
     assert await state.queued(2) == [] and await state.next_queued(2) is None
     assert [q.text for q in await state.held(3)] == ["waiting behind the cut run"]
-    assert await state.chats_with_queued() == [1]  # what the bot runs at startup, oldest first
+    assert await state.lanes_with_queued() == [(1, "")]  # what the bot runs at startup, oldest first
     statuses = [q.status for q in await state.queued(1)] + [q.status for q in await state.held(3)]
     assert statuses == ["queued", "queued", "held"]
     with sqlite3.connect(tmp_path / "bot.db") as conn:

@@ -281,3 +281,182 @@ async def test_pushed_updates_parse_in_ptb(telegram_double: TelegramDouble, bot:
     assert updates[1].edited_message is not None and updates[1].edited_message.text == "edited"
     assert updates[2].message is not None and updates[2].message.document is not None
     assert updates[2].message.document.file_name == "notes.txt"
+
+
+# --- forum topics ---
+
+FORUM = -1001234567890
+OPUS = b"OggS" + bytes(24) + b"OpusHead" + bytes(16)
+
+
+async def test_bot_creates_a_topic_and_sends_into_it(telegram_double: TelegramDouble, bot: Bot) -> None:
+    tg = telegram_double
+    assert tg.make_forum(FORUM, title="Macupos dev") == {
+        "id": FORUM,
+        "type": "supergroup",
+        "title": "Macupos dev",
+        "is_forum": True,
+    }
+    topic = await bot.create_forum_topic(FORUM, "feature/login")
+    tid = topic.message_thread_id
+    assert (topic.name, topic.icon_color) == ("feature/login", 0x6FB9F0)
+    assert tg.topics(FORUM) == {
+        tid: {"message_thread_id": tid, "name": "feature/login", "icon_color": 0x6FB9F0, "is_closed": False}
+    }
+    # the topic is the thread of its forum_topic_created service message, which has the topic's id
+    root = tg.messages(FORUM)[tid]
+    assert root["forum_topic_created"] == {"name": "feature/login", "icon_color": 0x6FB9F0}
+    assert (root["message_thread_id"], root["is_topic_message"], "reply_to_message" in root) == (tid, True, False)
+
+    msg = await bot.send_message(FORUM, "hello topic", message_thread_id=tid)
+    assert (msg.message_thread_id, msg.is_topic_message) == (tid, True)
+    assert msg.chat.type == "supergroup" and msg.chat.is_forum and msg.chat.title == "Macupos dev"
+    # Telegram's implicit reply: a topic message with no reply of its own replies to the topic's root
+    assert msg.reply_to_message is not None and msg.reply_to_message.message_id == tid
+    assert msg.reply_to_message.forum_topic_created is not None
+    general = await bot.send_message(FORUM, "in General")
+    assert (general.message_thread_id, general.is_topic_message, general.reply_to_message) == (None, None, None)
+
+    doc = await bot.send_document(FORUM, b"log", filename="run.log", message_thread_id=tid)
+    photo = await bot.send_photo(FORUM, b"\x89PNG fake", message_thread_id=tid)
+    voice = await bot.send_voice(FORUM, OPUS, duration=1, message_thread_id=tid)
+    assert voice.voice is not None
+    assert [(m.message_thread_id, m.is_topic_message) for m in (doc, photo, voice)] == [(tid, True)] * 3
+    assert await bot.send_chat_action(FORUM, "typing", message_thread_id=tid)
+    # a reply lands in the replied message's topic, and quotes it
+    reply = await bot.send_message(FORUM, "follow-up", reply_to_message_id=msg.message_id)
+    assert reply.message_thread_id == tid
+    assert reply.reply_to_message is not None and reply.reply_to_message.text == "hello topic"
+
+    assert tg.texts_in(FORUM, tid) == ["hello topic", "follow-up"]
+    assert tg.texts_in(FORUM, None) == ["in General"]
+    assert tg.texts(FORUM) == ["hello topic", "in General", "follow-up"]
+    in_topic = {tid} | {m.message_id for m in (msg, doc, photo, voice, reply)}
+    assert set(tg.messages_in(FORUM, tid)) == in_topic
+    assert set(tg.messages(FORUM)) == in_topic | {general.message_id}
+    assert tg.messages(FORUM)[msg.message_id]["is_topic_message"] is True
+    chat = await bot.get_chat(FORUM)
+    assert chat.is_forum and chat.type == "supergroup" and chat.title == "Macupos dev"
+
+
+async def test_topic_errors_are_telegrams(telegram_double: TelegramDouble, bot: Bot) -> None:
+    tg = telegram_double
+    for chat_id in (CHAT, -1009999):  # a private chat, an ordinary supergroup
+        with pytest.raises(BadRequest, match=r"(?i)^the chat is not a forum$"):
+            await bot.create_forum_topic(chat_id, "main")
+    tg.make_forum(FORUM)
+    with pytest.raises(BadRequest, match=r"(?i)title must be non-empty"):
+        await bot.create_forum_topic(FORUM, "  \n ")
+    with pytest.raises(BadRequest, match=r"(?i)invalid icon color"):
+        await bot.create_forum_topic(FORUM, "main", icon_color=0x123456)
+    # longer names are cut to 128 characters (TDLib's clean_name), and runs of spaces become one
+    long = await bot.create_forum_topic(FORUM, "b" * 130)
+    assert long.name == "b" * 128
+    spaced = await bot.create_forum_topic(FORUM, " fix   the\nbug ", icon_color=0xFB6F5F)
+    assert (spaced.name, spaced.icon_color) == ("fix the bug", 0xFB6F5F)
+    with pytest.raises(BadRequest, match=r"(?i)^message thread not found$"):
+        await bot.send_message(FORUM, "x", message_thread_id=999)
+    with pytest.raises(BadRequest, match=r"(?i)^message thread not found$"):
+        await bot.send_message(FORUM, "x", message_thread_id=1)  # General is no topic
+    with pytest.raises(BadRequest, match=r"(?i)^message thread not found$"):
+        await bot.send_document(FORUM, b"x", filename="x.txt", message_thread_id=999)
+    with pytest.raises(BadRequest, match=r"(?i)^message thread not found$"):
+        await bot.send_chat_action(FORUM, "typing", message_thread_id=999)
+    with pytest.raises(BadRequest, match=r"(?i)^message thread not found$"):
+        await bot.send_message(CHAT, "x", message_thread_id=5)  # a private chat has no topics here
+    plain = await bot.send_message(-1009999, "x", message_thread_id=5)  # an ordinary group: a reply thread, ignored
+    assert plain.message_thread_id is None
+    assert tg.texts(FORUM) == []
+
+
+async def test_edit_close_reopen_and_delete_a_topic(telegram_double: TelegramDouble, bot: Bot) -> None:
+    tg = telegram_double
+    tg.make_forum(FORUM)
+    tid = (await bot.create_forum_topic(FORUM, "feature/a")).message_thread_id
+    other = (await bot.create_forum_topic(FORUM, "feature/b")).message_thread_id
+    kept = await bot.send_message(FORUM, "in b", message_thread_id=other)
+    await bot.send_message(FORUM, "in a", message_thread_id=tid)
+
+    assert await bot.edit_forum_topic(FORUM, tid, name="feature/a ✓")
+    assert tg.topics(FORUM)[tid]["name"] == "feature/a ✓"
+    edited = [m for m in tg.messages_in(FORUM, tid).values() if "forum_topic_edited" in m]
+    assert [m["forum_topic_edited"] for m in edited] == [{"name": "feature/a ✓"}]
+    with pytest.raises(BadRequest, match=r"(?i)TOPIC_NOT_MODIFIED"):
+        await bot.edit_forum_topic(FORUM, tid, name="feature/a ✓")
+
+    assert await bot.close_forum_topic(FORUM, tid)
+    assert tg.topics(FORUM)[tid]["is_closed"] is True
+    with pytest.raises(BadRequest, match=r"(?i)TOPIC_NOT_MODIFIED"):
+        await bot.close_forum_topic(FORUM, tid)
+    await bot.send_message(FORUM, "the bot, an admin, may still post", message_thread_id=tid)
+    assert await bot.reopen_forum_topic(FORUM, tid)
+    with pytest.raises(BadRequest, match=r"(?i)TOPIC_NOT_MODIFIED"):
+        await bot.reopen_forum_topic(FORUM, tid)
+    service = [k for m in tg.messages_in(FORUM, tid).values() for k in m if k.startswith("forum_topic_")]
+    assert service == ["forum_topic_created", "forum_topic_edited", "forum_topic_closed", "forum_topic_reopened"]
+
+    with pytest.raises(BadRequest, match=r"(?i)message can't be deleted"):
+        await bot.delete_message(FORUM, tid)  # the topic's creation message
+    assert await bot.delete_forum_topic(FORUM, tid)
+    assert list(tg.topics(FORUM)) == [other]
+    assert tg.messages_in(FORUM, tid) == {}  # the topic went with all its messages
+    assert kept.message_id in tg.messages(FORUM)
+    with pytest.raises(BadRequest, match=r"(?i)^message thread not found$"):
+        await bot.send_message(FORUM, "too late", message_thread_id=tid)
+    with pytest.raises(BadRequest, match=r"(?i)TOPIC_ID_INVALID"):
+        await bot.close_forum_topic(FORUM, tid)
+    with pytest.raises(BadRequest, match=r"(?i)the chat is not a forum"):
+        await bot.delete_forum_topic(CHAT, tid)
+
+
+async def test_pushed_topic_messages_parse_in_ptb(telegram_double: TelegramDouble, bot: Bot) -> None:
+    tg = telegram_double
+    tg.make_forum(FORUM)
+    tid = (await bot.create_forum_topic(FORUM, "feature/voice")).message_thread_id
+    card = await bot.send_message(FORUM, "a card", message_thread_id=tid)
+    tg.push_message(OWNER, FORUM, "hello", message_thread_id=tid)
+    tg.push_voice(OWNER, FORUM, OPUS, 2, message_thread_id=tid)
+    tg.push_document(OWNER, FORUM, b"data", "notes.txt", message_thread_id=tid)
+    tg.push_message(OWNER, FORUM, "a correction", reply_to_message=tg.messages(FORUM)[card.message_id])
+    tg.push_message(OWNER, FORUM, "in General")
+    created = tg.push_forum_topic(OWNER, FORUM, "made by hand")["message"]
+    updates = await bot.get_updates(timeout=0)
+    msgs = [u.message for u in updates]
+    assert all(m is not None for m in msgs)
+    text, voice, doc, correction, general, by_hand = (m for m in msgs if m is not None)
+    for m in (text, voice, doc):
+        assert (m.message_thread_id, m.is_topic_message) == (tid, True)
+        assert m.chat.is_forum
+        # no reply of the user's own: Telegram shows the implicit reply to the topic's creation message
+        assert m.reply_to_message is not None and m.reply_to_message.message_id == tid
+        assert m.reply_to_message.forum_topic_created is not None
+        assert m.reply_to_message.forum_topic_created.name == "feature/voice"
+    assert voice.voice is not None and doc.document is not None
+    # a real reply keeps its target, and puts the message in the target's topic
+    assert correction.reply_to_message is not None and correction.reply_to_message.message_id == card.message_id
+    assert (correction.message_thread_id, correction.is_topic_message) == (tid, True)
+    assert (general.message_thread_id, general.is_topic_message, general.reply_to_message) == (None, None, None)
+    assert by_hand.forum_topic_created is not None and by_hand.forum_topic_created.name == "made by hand"
+    assert by_hand.message_thread_id == by_hand.message_id == created["message_id"]
+    assert created["message_id"] in tg.topics(FORUM)
+    with pytest.raises(ValueError, match="no topic"):
+        tg.push_message(OWNER, FORUM, "nowhere", message_thread_id=999)
+
+
+async def test_application_replies_in_the_topic_it_was_written_in(telegram_double: TelegramDouble) -> None:
+    """PTB's reply_text passes the topic's message_thread_id and quotes the message (a group chat)."""
+    tg = telegram_double
+    tg.make_forum(FORUM)
+    async with make_bot(tg) as b:
+        tid = (await b.create_forum_topic(FORUM, "feature/echo")).message_thread_id
+    seen: list[str] = []
+    app = echo_app(tg, seen)
+    await running(app)
+    try:
+        pushed = tg.push_message(OWNER, FORUM, "ping", message_thread_id=tid)["message"]
+        await tg.wait_for(lambda: tg.texts(FORUM))
+    finally:
+        await stopped(app)
+    assert tg.texts_in(FORUM, tid) == ["echo: ping"]
+    (reply,) = [c.result for c in tg.calls("sendMessage")]
+    assert reply["reply_to_message"]["message_id"] == pushed["message_id"]

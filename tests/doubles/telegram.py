@@ -7,6 +7,8 @@ multipart when a file is uploaded, or as a JSON body; all three are accepted.
 
 Tests push updates (``push_message``, ``push_voice``, ``push_callback`` …), read what the bot did
 (``sent``, ``requests``, ``messages``) and wait for it with ``wait_for`` (a condition variable, no sleeps).
+Forum supergroups and their topics (``make_forum``, createForumTopic, ``message_thread_id``) live in
+``telegram_forum.py``, mixed in here.
 Telegram's real limits are enforced: 4,096 characters per message after entity parsing, strict HTML
 (see ``check_html``), 20 MB bot downloads, per-chat flood control with ``retry_after``, and
 "message is not modified". ``check_html`` is stricter than Telegram about bare ``&`` and ``>``, so
@@ -30,6 +32,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from tests.doubles.loopback import serve
+from tests.doubles.telegram_forum import ForumMixin
 
 __all__ = [
     "MAX_CAPTION",
@@ -60,7 +63,7 @@ _FLOOD_METHODS = frozenset(
     "sendMessage editMessageText editMessageReplyMarkup sendDocument sendPhoto sendVoice".split()
 )
 # Methods whose successful calls are the bot's visible actions (``sent``).
-_READ_METHODS = frozenset("getMe getUpdates getFile getMyCommands getWebhookInfo deleteWebhook".split())
+_READ_METHODS = frozenset("getMe getUpdates getFile getMyCommands getWebhookInfo deleteWebhook getChat".split())
 _CHAT_ACTIONS = frozenset(
     "typing upload_photo record_video upload_video record_voice upload_voice upload_document "
     "choose_sticker find_location record_video_note upload_video_note".split()
@@ -213,11 +216,12 @@ def _bad(description: str) -> _ApiError:
 class _Chat:
     next_message_id: int = 1
     messages: dict[int, dict[str, Any]] = field(default_factory=dict)  # bot's messages, current state
+    log: dict[int, dict[str, Any]] = field(default_factory=dict)  # every message, the users' too (for replies)
     sends: deque[float] = field(default_factory=deque)
     blocked_until: float = 0.0
 
 
-class TelegramDouble:
+class TelegramDouble(ForumMixin):
     """Use as ``async with TelegramDouble() as tg:``; see the module docstring."""
 
     def __init__(self, token: str = "123456:TEST-TOKEN", *, bot_id: int = 123456, username: str = "macupos_test_bot"):
@@ -227,6 +231,7 @@ class TelegramDouble:
         self.files: dict[str, StoredFile] = {}
         self.commands: dict[tuple[str, str], list[dict[str, str]]] = {}
         self._chats: dict[int, _Chat] = defaultdict(_Chat)
+        self._forums = {}  # chat id → forum (see make_forum)
         self._updates: dict[int, dict[str, Any]] = {}  # every update ever pushed
         self._pending: list[int] = []  # not yet confirmed by an offset
         self._again: list[int] = []  # forced redeliveries, regardless of offset
@@ -301,6 +306,7 @@ class TelegramDouble:
             command = text.split()[0]
             message["entities"] = [{"type": "bot_command", "offset": 0, "length": len(command)}]
         message.update(fields)
+        self._into_topic(message)
         return self.push_update({"message": message})
 
     def push_voice(
@@ -319,6 +325,7 @@ class TelegramDouble:
         voice |= {"mime_type": "audio/ogg", "file_size": f.size}
         message = self._user_message(user_id, chat_id, voice=voice)
         message.update(fields)
+        self._into_topic(message)
         return self.push_update({"message": message})
 
     def push_document(
@@ -348,6 +355,7 @@ class TelegramDouble:
         if caption is not None:
             message["caption"] = caption
         message.update(fields)
+        self._into_topic(message)
         return self.push_update({"message": message})
 
     def push_photo(
@@ -374,6 +382,7 @@ class TelegramDouble:
         if caption is not None:
             message["caption"] = caption
         message.update(fields)
+        self._into_topic(message)
         return self.push_update({"message": message})
 
     def push_media_group(
@@ -402,6 +411,10 @@ class TelegramDouble:
     def push_edited_message(self, user_id: int, chat_id: int, message_id: int, text: str) -> dict[str, Any]:
         message = {"message_id": message_id, "date": 1, "edit_date": 2, "chat": self._chat_obj(chat_id)}
         message |= {"from": self._user(user_id), "text": text}
+        original = self._chats[chat_id].log.get(message_id, {})
+        message |= {
+            k: original[k] for k in ("message_thread_id", "is_topic_message", "reply_to_message") if k in original
+        }
         return self.push_update({"edited_message": message})
 
     def push_forwarded(
@@ -480,7 +493,10 @@ class TelegramDouble:
         ]
 
     def messages(self, chat_id: int) -> dict[int, dict[str, Any]]:
-        """The bot's messages in a chat as they stand now (edits applied, deletions gone)."""
+        """The bot's messages in a chat as they stand now (edits applied, deletions gone).
+
+        In a forum these include the service messages of the bot's topic actions (``forum_topic_created`` …);
+        ``messages_in`` and ``texts_in`` narrow to one topic."""
         return dict(self._chats[chat_id].messages)
 
     async def wait_for(self, predicate: Callable[[], T], timeout: float = 10.0) -> T:  # noqa: ASYNC109
@@ -514,6 +530,9 @@ class TelegramDouble:
         return {"id": user_id, "is_bot": False, "first_name": f"user{user_id}", "username": f"user{user_id}"}
 
     def _chat_obj(self, chat_id: int) -> dict[str, Any]:
+        forum = self._forum_chat(chat_id)
+        if forum is not None:
+            return forum
         if chat_id > 0:
             return {"id": chat_id, "type": "private", "first_name": f"user{chat_id}"}
         return {"id": chat_id, "type": "supergroup", "title": f"group{-chat_id}"}
@@ -522,10 +541,10 @@ class TelegramDouble:
         chat = self._chats[chat_id]
         message_id = chat.next_message_id
         chat.next_message_id += 1
-        return {"message_id": message_id, "date": 1_700_000_000 + message_id, "chat": self._chat_obj(chat_id)} | {
-            "from": dict(sender),
-            **content,
-        }
+        message = {"message_id": message_id, "date": 1_700_000_000 + message_id, "chat": self._chat_obj(chat_id)}
+        message |= {"from": dict(sender), **content}
+        chat.log[message_id] = message
+        return message
 
     def _user_message(self, user_id: int, chat_id: int, **content: Any) -> dict[str, Any]:
         return self._new_message(chat_id, self._user(user_id), **content)
@@ -711,8 +730,9 @@ class TelegramDouble:
     async def _m_sendMessage(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
         chat_id = self._chat_id(params)
         self._check_text(params.get("text"), params.get("parse_mode"))
+        place = self._placement(chat_id, params)
         self._flood_check("sendMessage", chat_id)
-        content: dict[str, Any] = {"text": params["text"]}
+        content: dict[str, Any] = place | {"text": params["text"]}
         if params.get("reply_markup"):
             content["reply_markup"] = params["reply_markup"]
         message = self._new_message(chat_id, self.bot_user, **content)
@@ -751,15 +771,30 @@ class TelegramDouble:
 
     async def _m_deleteMessage(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
         chat = self._chats[self._chat_id(params)]
-        if chat.messages.pop(int(params.get("message_id", 0)), None) is None:
+        message_id = int(params.get("message_id", 0))
+        message = chat.messages.get(message_id)
+        if message is None:
             raise _bad("message to delete not found")
+        if self._undeletable(message):
+            raise _bad("message can't be deleted")
+        del chat.messages[message_id]
+        chat.log.pop(message_id, None)
         return True
 
     async def _m_sendChatAction(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
-        self._chat_id(params)
+        chat_id = self._chat_id(params)
         if params.get("action") not in _CHAT_ACTIONS:
             raise _bad("wrong parameter action in request")
+        self._placement(chat_id, params)
         return True
+
+    async def _m_getChat(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        """ChatFullInfo: the chat object (``is_forum`` for a forum) and the fields PTB requires."""
+        info = self._chat_obj(self._chat_id(params)) | {"accent_color_id": 0, "max_reaction_count": 11}
+        gifts = dict.fromkeys(
+            ("unlimited_gifts", "limited_gifts", "unique_gifts", "premium_subscription", "gifts_from_channels"), False
+        )
+        return info | {"accepted_gift_types": gifts}
 
     async def _m_answerCallbackQuery(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
         query_id = str(params.get("callback_query_id", ""))
@@ -796,7 +831,7 @@ class TelegramDouble:
     async def _m_sendDocument(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
         chat_id = self._chat_id(params)
         f = self._upload(params, files, "document")
-        content = self._caption(params)
+        content = self._placement(chat_id, params) | self._caption(params)
         self._flood_check("sendDocument", chat_id)
         document: dict[str, Any] = {"file_id": f.file_id, "file_unique_id": f"u{f.file_id}", "file_name": f.file_name}
         document |= {"mime_type": f.mime_type or "application/octet-stream", "file_size": f.size}
@@ -808,7 +843,7 @@ class TelegramDouble:
         """OGG/Opus becomes a voice note; anything else Telegram delivers as a plain document."""
         chat_id = self._chat_id(params)
         f = self._upload(params, files, "voice")
-        content = self._caption(params)
+        content = self._placement(chat_id, params) | self._caption(params)
         self._flood_check("sendVoice", chat_id)
         data = f.data
         ids = {"file_id": f.file_id, "file_unique_id": f"u{f.file_id}", "file_size": f.size}
@@ -824,7 +859,7 @@ class TelegramDouble:
     async def _m_sendPhoto(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
         chat_id = self._chat_id(params)
         f = self._upload(params, files, "photo")
-        content = self._caption(params)
+        content = self._placement(chat_id, params) | self._caption(params)
         self._flood_check("sendPhoto", chat_id)
         size = {
             "file_id": f.file_id,

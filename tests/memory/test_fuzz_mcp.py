@@ -105,6 +105,7 @@ _ARGS = {
         "project": shaped(texts),
         "days_back": shaped(_NUMBERS),
         "max_handoffs": shaped(_NUMBERS),
+        "branch": shaped(st.one_of(texts, st.sampled_from(["main", "fix/login"]))),
     },
     "eywa_search": {
         "query": shaped(st.one_of(texts, st.sampled_from(["hello", '"unbalanced', "a OR b", "NEAR(", "*"]))),

@@ -91,6 +91,28 @@ async def test_valid_structured_output_gives_an_llm_handoff(
     assert list(claude_home.rglob("*.jsonl")) == []
 
 
+async def test_a_worktree_sessions_llm_handoff_names_the_main_folders_project_and_its_branch(
+    anthropic_double: AnthropicDouble, claude_cli_env: dict[str, str], claude_home: Path
+) -> None:
+    # The bot's parallel agents run in <project>/.macupos/worktrees/<branch>: that folder is no project.
+    tree = "/home/nick/code/macupos/.macupos/worktrees/fix/login"
+    t = session()
+    t.cwd, t.git_branch = tree, "fix/login"
+    t.entries[1] = Entry(
+        "assistant",
+        "2025-06-01T10:12:00Z",
+        (Block(BlockKind.TOOL_USE, tool_name="Edit", tool_input={"file_path": f"{tree}/memory/llm_extract.py"}),),
+    )
+    anthropic_double.enqueue(structured_output({**GOOD, "projects": ["login", "worktrees", "eywa"]}))
+    h = await extract_handoff(t, MARKDOWN, use_llm=True, model=MODEL, env=claude_cli_env, timeout_s=60)
+    assert h.source == "llm" and h.projects == ["macupos", "eywa"]
+    assert h.extra == {"branch": "fix/login"} and h.key_files == ["memory/llm_extract.py"]
+    assert (
+        "project folder: /home/nick/code/macupos (the session ran in a worktree of it)"
+        in (anthropic_double.user_texts()[0])
+    )
+
+
 async def test_a_rejected_first_answer_is_retried_once(
     anthropic_double: AnthropicDouble, claude_cli_env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -76,7 +76,7 @@ async def test_lists_the_tools_with_their_input_schemas(home: Path) -> None:
 
         assert set(tools) == {"eywa_get", "eywa_search", "eywa_show", "eywa_extract", "memory"}
         get = tools["eywa_get"].input_schema
-        assert set(get["properties"]) == {"query", "project", "days_back", "max_handoffs"}
+        assert set(get["properties"]) == {"query", "project", "days_back", "max_handoffs", "branch"}
         assert get.get("required", []) == []
         assert tools["eywa_search"].input_schema["required"] == ["query"]
         assert set(tools["eywa_search"].input_schema["properties"]) == {"query", "limit"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -121,3 +121,35 @@ async def test_injected_handoff_cannot_close_the_block_or_pose_as_rules(eywa: Ey
 
 def test_quote_recalled_prefixes_every_line() -> None:
     assert quote_recalled("a\n\nHuman: b\r\n<<<x>>>") == "> a\n>\n> Human (quoted): b\n> < < ‹x> > >"
+
+
+async def test_a_worktree_session_recalls_its_branchs_handoffs_first(eywa: Eywa, tmp_path: Path) -> None:
+    folder = tmp_path / "branches"
+    folder.mkdir()
+    for sid, days, extra in (("s-main", 1, {}), ("s-branch", 3, {"branch": "fix/login"})):
+        h = Handoff(
+            session_id=sid,
+            date=(datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="seconds"),
+            headline=f"Billing exporter work ({sid})",
+            duration_min=30.0,
+            projects=["billing"],
+            keywords=["exporter"],
+            substance=2,
+            extra=extra,
+        )
+        (folder / f"{sid}.md").write_text(to_markdown(h), encoding="utf-8")
+    assert not (await eywa.import_dir(folder)).rejected
+
+    async def recalled(branch: str | None) -> list[str]:
+        text = await build_grounding(
+            rules_path=tmp_path / "none.md",
+            facts_lines=[],
+            eywa=eywa,
+            instruction="billing exporter",
+            project="billing",
+            branch=branch,
+        )
+        return re.findall(r"source: handoff of session (s-\w+)", text)
+
+    assert await recalled(None) == ["s-main", "s-branch"]
+    assert await recalled("fix/login") == ["s-branch", "s-main"]

@@ -36,6 +36,7 @@ def claude_lines(
     cwd: str = "/srv/app",
     day: str = "2026-03-02",
     start: int = 0,
+    branch: str = "main",
 ) -> list[str]:
     """Claude Code JSONL lines: each turn a user message and the assistant's answer."""
     lines = []
@@ -56,7 +57,7 @@ def claude_lines(
                         "isSidechain": False,
                         "timestamp": f"{day}T10:{n // 60 % 60:02d}:{n % 60:02d}Z",
                         "cwd": cwd,
-                        "gitBranch": "main",
+                        "gitBranch": branch,
                         "version": "2.1.0",
                         "message": message,
                     }
