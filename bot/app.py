@@ -13,36 +13,39 @@ import contextlib
 import logging
 import secrets
 import signal
-import time
 from typing import Any
 
-from telegram import Message, Update
+from telegram import Update
 from telegram.error import TelegramError
 from telegram.ext import Application, ApplicationBuilder, ApplicationHandlerStop, ContextTypes, TypeHandler
 from telegram.request import HTTPXRequest
 
-from bot.approvals import APPROVE_ACTION, Approvals
+from bot.approvals import Approvals
 from bot.attachments import Attachments
-from bot.auth import forward_origin_name, quote_forwarded
-from bot.branch_desk import BRANCH_ACTION, BranchDesk
+from bot.branch_desk import BranchDesk
 from bot.chat_controls import ChatControls
 from bot.commands import Commands, bot_commands
+from bot.dispatch import Dispatch
 from bot.intake import ALLOWED_UPDATES, Intake
 from bot.progress import Sender
 from bot.project_memory import ProjectMemory
 from bot.restart import RESTART_ACTION, Restart
-from bot.review import REVIEW_ACTION, Reviews
+from bot.review import Reviews
 from bot.rpa_runner import RpaRunner
+from bot.schedule_commands import ScheduleCommands
+from bot.schedules import Scheduler
 from bot.services import Services, Tuning
-from bot.session_list import SESSIONS_ACTION, SessionList
+from bot.session_list import SessionList
 from bot.sessions import SessionManager
 from bot.settings import BotSettings
 from bot.speech import Speaker, speech_available
 from bot.speech_reply import SpokenReplies
 from bot.state import BotState
+from bot.trigger_intake import TriggerIntake
+from bot.triggers import TriggerServer
 from bot.voice import Transcriber
 from bot.voice_answers import VoiceAnswers
-from bot.voice_flow import VOICE_ACTION, VoiceFlow
+from bot.voice_flow import VoiceFlow
 from memory.errors import MemoryStoreError
 from memory.factory import Facts, open_facts, open_memory
 from memory.facts.api import FactsApi
@@ -55,8 +58,6 @@ from relay.settings import RelaySettings
 __all__ = ["RESTART_ACTION", "BotApp", "build_application", "run_bot"]
 
 logger = logging.getLogger(__name__)
-
-_EXPIRED = "This button is not for you, or it has expired."
 
 
 def build_application(settings: BotSettings, *, webhook: bool = False) -> Application[Any, Any, Any, Any, Any, Any]:
@@ -103,6 +104,8 @@ class BotApp:
         self._stopped = False
         self._sync_stop = asyncio.Event()
         self._sync_task: asyncio.Task[None] | None = None
+        self._scheduler_task: asyncio.Task[None] | None = None
+        self._trigger_server: TriggerServer | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -151,12 +154,32 @@ class BotApp:
         services.sender.recorder = state.remember_message  # a reply to a session's message continues its lane
         self.controls = ChatControls(services, self.sessions)
         self.branch_desk = BranchDesk(services, self.sessions)
-        self.commands = Commands(services, self.sessions, self.controls, self.branch_desk, self.spoken)
-        self.voice = VoiceFlow(services, self.sessions, VoiceAnswers(services, self.approvals, self.press))
-        self.attachments = Attachments(services, self.sessions)
-        self.session_list = SessionList(services, self.controls.continue_session)
-        self.intake = Intake(services, self.route, route_album=self.route_album)
-        self.restart = Restart(services, self.intake, self.sessions)
+        self.scheduler = Scheduler(services, self.sessions)
+        self.schedule_commands = ScheduleCommands(services, self.sessions, self.scheduler)
+        self.triggers = TriggerIntake(services, self.sessions)
+        self.commands = Commands(
+            services, self.sessions, self.controls, self.branch_desk, self.schedule_commands, self.spoken
+        )
+        self.voice = VoiceFlow(
+            services,
+            self.sessions,
+            VoiceAnswers(services, self.approvals, self.press),
+            schedules=self.schedule_commands,
+        )
+        self.dispatch = Dispatch(
+            services,
+            self.sessions,
+            self.commands,
+            self.voice,
+            Attachments(services, self.sessions),
+            self.reviews,
+            self.approvals,
+            SessionList(services, self.controls.continue_session),
+            self.branch_desk,
+            self.schedule_commands,
+        )
+        self.intake = Intake(services, self.dispatch.route, route_album=self.dispatch.route_album)
+        self.restart = self.dispatch.restart = Restart(services, self.intake, self.sessions)
         await ProjectMemory(services).sync()  # memory and the hooks learn which projects are private
         if isinstance(facts, FactsApi):  # a memory service keeps its facts itself
             await self._start_facts_sync(facts)
@@ -180,10 +203,38 @@ class BotApp:
         else:
             logger.info("facts sync off: %s", status.reason)
 
+    async def _start_triggers(self) -> None:
+        """The signed trigger endpoint, when MACUPOS_TRIGGER_PORT is set (off by default)."""
+        s = self.settings
+        if s.trigger_port is None:
+            return
+        server = TriggerServer(
+            secret=s.trigger_secret,
+            accept=self.triggers.accept,
+            host=s.trigger_host,
+            port=s.trigger_port,
+            resolve_project=self.triggers.project_of,
+        )
+        await server.start()
+        self._trigger_server = server
+        logger.info("trigger endpoint listening on %s:%s", s.trigger_host, server.port)
+
+    async def _stop_automation(self) -> None:
+        """No new fire or trigger once stopping begins: what they queued runs at the next start."""
+        self._sync_stop.set()
+        server, self._trigger_server = self._trigger_server, None
+        if server is not None:
+            await server.stop()
+        task, self._scheduler_task = self._scheduler_task, None
+        if task is not None:
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(task, timeout=10)
+
     async def post_shutdown(self, application: Application[Any, Any, Any, Any, Any, Any]) -> None:
         s = self.services
         if s is None:
             return
+        await self._stop_automation()
         if self._sync_task is not None:
             self._sync_stop.set()
             with contextlib.suppress(TimeoutError, MemoryStoreError):
@@ -218,6 +269,9 @@ class BotApp:
         except TelegramError as exc:
             logger.warning("setMyCommands failed: %s", exc)
         await self.restart.recover()
+        # After recover: fires queued before a crash run there once; fires missed while down run here once.
+        self._scheduler_task = asyncio.create_task(self.scheduler.run(self._sync_stop), name="scheduler")
+        await self._start_triggers()
         if self.settings.webhook_url is not None:
             app.add_handler(TypeHandler(Update, self._on_webhook_update), group=-1)
             await app.start()
@@ -249,6 +303,7 @@ class BotApp:
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._poller
                 self._poller = None
+            await self._stop_automation()
             if self.intake is not None:
                 await self.intake.cancel()
                 await self.intake.close_poll()
@@ -270,132 +325,9 @@ class BotApp:
             await self.intake.receive(update)
         raise ApplicationHandlerStop
 
-    # -- routing -------------------------------------------------------------------------------------
-
-    async def route(self, update: Update) -> None:
-        if update.callback_query is not None:
-            await self._on_callback(update)
-        elif update.message is not None:
-            await self._on_message(update.message)
-        elif update.edited_message is not None:
-            # An edited instruction already went as first sent: say so rather than leave the owner thinking it
-            # changed. Other edits (a live location moving, a command, an attachment's caption) pass silently.
-            edited = update.edited_message
-            if edited.text and not edited.text.startswith("/") and edited.effective_attachment is None:
-                await self._reply(
-                    edited.chat_id,
-                    "✏️ Edits are not applied: the message went as first sent. Send a new message to change it.",
-                    reply_to=edited.message_id,
-                )
-
-    async def _reply(self, chat_id: int, text: str, *, reply_to: int | None = None) -> None:
-        assert self.services is not None
-        await self.services.sender.send(chat_id, text, html_text=False, reply_to=reply_to)
-
-    async def _on_message(self, message: Message) -> None:
-        s = self.services
-        assert s is not None and self.sessions is not None
-        chat_id = message.chat_id
-        user_id = message.from_user.id if message.from_user else 0
-        data = message.to_dict()
-        forwarded = forward_origin_name(data)
-        if message.voice is not None:
-            await self.voice.handle(
-                chat_id, user_id, message.voice, forwarded_from=forwarded, thread_id=topic_of(message)
-            )
-            return
-        if message.effective_attachment is not None:
-            # A photo or file runs with its caption, or not at all (see bot.attachments).
-            await self.voice.take_edit(chat_id)  # like a text, it replaces a transcript awaiting Run
-            await self.attachments.handle(chat_id, user_id, [message])
-            return
-        text = quote_forwarded(data)
-        if not any(ch.isprintable() and not ch.isspace() for ch in text):  # empty, spaces, zero-width marks
-            await self._reply(chat_id, "Send text or a voice note; other kinds are not supported yet.")
-            return
-        if text.startswith("/") and forwarded is None:
-            head, _, args = text.partition(" ")
-            name, _, addressee = head[1:].partition("@")
-            if addressee and addressee.lower() != (self.application.bot.username or "").lower():
-                return  # "/help@other_bot" in a group is another bot's command
-            await self.commands.handle(name, args, chat_id, user_id)
-            return
-        forwarded_text = forwarded is not None
-        chat = await s.state.chat(chat_id)
-        replied = message.reply_to_message
-        target = chat.pending_correction
-        if replied is not None and not target:
-            review = await s.state.review_for_message(chat_id, replied.message_id)
-            target = review.session_id if review is not None else ""
-        if target and not forwarded_text:
-            await s.sender.send(chat_id, await self.reviews.correct(chat_id, target, text), html_text=False)
-            return
-        await self.voice.take_edit(chat_id)  # a text while a transcript waits replaces the transcript
-        routed = await self.sessions.router.route(
-            chat_id,
-            text,
-            reply_to=replied.message_id if replied is not None else None,
-            thread_id=topic_of(message),
-            forum=bool(message.chat.is_forum),
-            now=time.time(),
-        )
-        if isinstance(routed, str):
-            await self._reply(chat_id, routed, reply_to=message.message_id)
-            return
-        if routed.note:
-            await self._reply(chat_id, routed.note, reply_to=message.message_id)
-        await self.sessions.submit(chat_id, user_id, routed.text, "text", branch=routed.branch)
-
-    async def route_album(self, updates: list[Update]) -> None:
-        """Several photos or files sent together (one ``media_group_id``): one instruction, with every file."""
-        messages = [u.message for u in updates if u.message is not None]
-        if not messages:
-            return
-        first = messages[0]
-        await self.voice.take_edit(first.chat_id)
-        await self.attachments.handle(first.chat_id, first.from_user.id if first.from_user else 0, messages)
-
-    async def _on_callback(self, update: Update) -> None:
-        s = self.services
-        query = update.callback_query
-        assert s is not None and query is not None
-        message_id = query.message.message_id if query.message is not None else None
-        toast = await self.press(query.data or "", query.from_user.id, message_id)
-        await s.sender.answer_callback(query.id, _EXPIRED if toast is None else toast)
-
     async def press(self, token: str, user_id: int, message_id: int | None) -> str | None:
-        """Spend a button, tapped or answered by voice (bot.voice_answers), and do what it stands for.
-
-        Returns the toast, or None when the button is not ``user_id``'s, or was spent or expired.
-        """
-        s = self.services
-        assert s is not None and self.sessions is not None
-        callback = await s.state.use_callback(token, user_id)
-        if callback is None:
-            return None
-        op = str(callback.payload.get("op", ""))
-        if callback.action == APPROVE_ACTION:
-            toast = await self.approvals.on_callback(callback)
-        elif callback.action == REVIEW_ACTION:
-            toast = await self.reviews.on_callback(callback, message_id)
-        elif callback.action == SESSIONS_ACTION:
-            toast = await self.session_list.on_callback(callback)
-        elif callback.action == VOICE_ACTION:
-            toast = await self.voice.on_callback(
-                callback.chat_id, callback.user_id, op, str(callback.payload.get("text", ""))
-            )
-        elif callback.action == BRANCH_ACTION:
-            toast = await self.branch_desk.on_callback(callback)
-        elif callback.action == RESTART_ACTION:
-            toast = await self.restart.on_callback(callback, message_id)
-        else:
-            toast = "Unknown button."
-        return toast
-
-
-def topic_of(message: Message) -> int | None:
-    """The forum topic a message was written in (None outside forum topics)."""
-    return message.message_thread_id if message.is_topic_message else None
+        """A button, tapped or answered by voice (bot.voice_answers): bot.dispatch.Dispatch.press."""
+        return await self.dispatch.press(token, user_id, message_id)
 
 
 async def run_bot(settings: BotSettings, relay: RelaySettings, *, tuning: Tuning | None = None) -> None:

@@ -23,7 +23,7 @@ from bot.lane_router import git_call
 from bot.lanes import LaneTag, in_lane
 from bot.records import Branch, Callback
 from bot.services import Services
-from bot.sessions import ChatSession, SessionManager
+from bot.sessions import ChatSession, SessionManager, Task
 from relay.errors import RelayError
 from relay.worktrees import (
     diff_stat,
@@ -45,6 +45,7 @@ BRANCH_ACTION = "branch"
 _TTL_S = 2 * 86400.0
 _GONE = "That branch is gone (discarded)."
 _MAX_FILES_SHOWN = 15
+_NEEDS_IDLE = frozenset({"merge", "discard", "discard-confirmed", "discard-for-good", "resolve"})
 
 
 def age_text(seconds: float) -> str:
@@ -60,7 +61,7 @@ class BranchDesk:
         self.services = services
         self.sessions = sessions
         self._clock = clock
-        sessions.after_resolve = self._ask_again
+        sessions.after_run.append(self._after_run)
 
     # -- the list ----------------------------------------------------------------------------------
 
@@ -97,6 +98,7 @@ class BranchDesk:
     async def card(self, b: Branch) -> str:
         s = self.services
         c = self.sessions.chat(b.chat_id, b.branch)
+        await self.sessions.settled(c)  # a list asked for right after the answer says done, not running
         lines = [f"🌿 {b.branch} (from {b.base}, project {b.project})"]
         lines.append(f"{self.state_of(c)} · {age_text(self._clock() - b.created_at)} old")
         project = s.settings.project(b.project)
@@ -110,9 +112,15 @@ class BranchDesk:
         lines.append(f"cost ${cost:.2f}")
         return "\n".join(lines)
 
-    async def _button(self, b: Branch, user_id: int, op: str, **extra: object) -> str:
+    async def _button(self, b: Branch, user_id: int, op: str, *, group: str | None = None, **extra: object) -> str:
         payload = {"op": op, "branch": b.branch, **extra}
-        return await self.services.state.new_callback(b.chat_id, user_id, BRANCH_ACTION, payload, _TTL_S)
+        state = self.services.state
+        return await state.new_callback(b.chat_id, user_id, BRANCH_ACTION, payload, _TTL_S, group=group)
+
+    async def _confirm(self, b: Branch, user_id: int, yes_op: str) -> tuple[str, str]:
+        """A confirm prompt's yes and cancel buttons: pressing either retires both."""
+        yes = await self._button(b, user_id, yes_op)
+        return yes, await self._button(b, user_id, "cancel", group=yes)
 
     # -- the buttons -------------------------------------------------------------------------------
 
@@ -152,7 +160,9 @@ class BranchDesk:
             name = b.branch.replace("/", "-")
             await s.sender.document(chat_id, text.encode(), f"{name}.patch", caption=f"{b.branch} against {b.base}")
             return "Diff sent."
-        if op in ("merge", "discard", "discard-confirmed", "discard-for-good", "resolve") and c.busy:
+        # settled: a worker whose answer is out (or that just offered Merge after a Resolve) is given a moment to
+        # finish its bookkeeping, so a press right after the answer is not told the branch is running.
+        if op in _NEEDS_IDLE and not await self.sessions.settled(c):
             return f"{b.branch} is running: wait for it, or /stop @{b.branch}."
         if op == "merge":
             return await self._merge(b, user_id, repo)
@@ -164,8 +174,10 @@ class BranchDesk:
             return "Resolving."
         if op == "push":
             remote = await git_call(self.services, remote_of, repo, b.base)
-            yes = await self._button(b, user_id, "push-confirmed")
-            no = await self._button(b, user_id, "cancel")
+            if remote is None:  # removed since the merge offered it
+                await self._say(chat_id, f"❌ {b.branch}: the project has no remote to push {b.base} to.")
+                return "No remote."
+            yes, no = await self._confirm(b, user_id, "push-confirmed")
             await s.sender.send(
                 chat_id,
                 f"Push {b.base} to {remote}?",
@@ -178,8 +190,7 @@ class BranchDesk:
             await self._say(chat_id, f"⬆️ {line[:1].upper()}{line[1:]}.")
             return "Pushed."
         if op == "discard":
-            yes = await self._button(b, user_id, "discard-confirmed")
-            no = await self._button(b, user_id, "cancel")
+            yes, no = await self._confirm(b, user_id, "discard-confirmed")
             await s.sender.send(
                 chat_id,
                 f"Discard {b.branch}? Its worktree is removed and the branch deleted.",
@@ -193,8 +204,7 @@ class BranchDesk:
             if commits or dirty:
                 what = [f"{commits} commit(s) not merged into {b.base}"] if commits else []
                 what += ["changes never committed"] if dirty else []
-                yes = await self._button(b, user_id, "discard-for-good")
-                no = await self._button(b, user_id, "cancel")
+                yes, no = await self._confirm(b, user_id, "discard-for-good")
                 await s.sender.send(
                     chat_id,
                     f"⚠️ {b.branch} has {' and '.join(what)}. Discarding loses them for good.",
@@ -239,7 +249,7 @@ class BranchDesk:
     async def _discard(self, b: Branch, repo: Path) -> str:
         s = self.services
         c = self.sessions.chat(b.chat_id, b.branch)
-        if c.busy:
+        if not await self.sessions.settled(c):
             return f"{b.branch} is running: wait for it, or /stop @{b.branch}."
         if c.idle is not None:
             c.idle.cancel()
@@ -253,6 +263,10 @@ class BranchDesk:
                 await s.sender.bot.close_forum_topic(b.chat_id, b.thread_id)
         await self._say(b.chat_id, f"🗑 {b.branch} discarded: worktree removed, branch deleted.")
         return "Discarded."
+
+    async def _after_run(self, c: ChatSession, task: Task, status: str, cost: float) -> None:
+        if task.source == "resolve":
+            await self._ask_again(c, task.user_id)
 
     async def _ask_again(self, c: ChatSession, user_id: int) -> None:
         """After a Resolve session: offer Merge again."""

@@ -12,6 +12,7 @@ from types import TracebackType
 import click
 
 from bot.doctor import doctor_command
+from bot.trigger_cli import trigger_command
 from memory.cli import memory_group
 from memory.clitypes import HOME_KEY, SETTINGS_ERROR_KEY, StorageFaultExit
 from memory.errors import MemoryStoreError, SettingsError, StorageError
@@ -77,6 +78,7 @@ main.add_command(memory_group, name="memory")
 main.add_command(relay_group, name="relay")
 main.add_command(doctor_command, name="doctor")
 main.add_command(serve_group, name="serve")
+main.add_command(trigger_command, name="trigger")
 
 
 @main.command("bot")

@@ -18,6 +18,7 @@ from bot.chat_controls import ChatControls
 from bot.memory_pages import MemoryPages
 from bot.progress import escape, format_usage
 from bot.project_memory import ProjectMemory
+from bot.schedule_commands import ScheduleCommands
 from bot.services import Services
 from bot.session_list import SessionList
 from bot.sessions import SessionManager
@@ -48,6 +49,9 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("cost", "Tokens and cost so far"),
     ("speak", "Answers as voice notes too: /speak on | off | voice (only for voice notes) | status"),
     ("rpa", "Research → Plan → Audit → execute: /rpa [@BRANCH] TASK"),
+    ("at", "Run later, unattended: /at 18:30 | 30m | tomorrow 9:00 [@BRANCH] [profile=P] TEXT"),
+    ("every", "Run on a schedule: /every weekday 09:00 | 2h | CRON [@BRANCH] [profile=P] [budget=USD] TEXT"),
+    ("schedules", "Schedules: next run, last result; pause, run now, delete"),
     ("help", "What this bot does"),
 )
 
@@ -76,8 +80,10 @@ class Commands:
         sessions: SessionManager,
         controls: ChatControls,
         branch_desk: BranchDesk,
+        schedules: ScheduleCommands,
         spoken: SpokenReplies | None = None,
     ) -> None:
+        self.schedules = schedules
         self.services = services
         self.sessions = sessions
         self.controls = controls
@@ -96,6 +102,9 @@ class Commands:
             return
         if name == "branches":
             await self.branch_desk.show(chat_id, user_id)
+            return
+        if name in ("at", "every", "schedules"):
+            await self.schedules.command(name, args, chat_id, user_id)
             return
         if name == "memory" and args.strip().lower() in ("", "open"):  # the status, with the pages' button
             await MemoryPages(s).memory(chat_id, args.strip().lower())

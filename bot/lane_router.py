@@ -142,6 +142,24 @@ class LaneRouter:
             return
         await s.state.set_branch_thread(chat_id, branch.branch, topic.message_thread_id)
 
+    async def ensure_branch(self, chat_id: int, name: str, project: Project) -> tuple[str] | str:
+        """Record branch ``name`` of ``project`` for an unattended run (a trigger, a schedule): (the lane,)
+        ("" when it is the main checkout's own branch), or why it cannot be."""
+        s = self.services
+        if not valid_branch_name(name):
+            return f"{name!r} is not a branch name git accepts"
+        known = await s.state.branch(chat_id, name)
+        if known is not None:
+            return (name,)
+        try:
+            base = await git_call(s, current_branch, project.path)
+        except RelayError as exc:
+            return f"branch {name} needs a git repository: {exc}"
+        if name == base:
+            return ("",)
+        await s.state.add_branch(chat_id, name, project.name, base, str(worktree_path(project.path, name)))
+        return (name,)
+
     async def where(self, chat_id: int, branch: str) -> Where:
         """The project, folder and session of a lane; a branch's worktree is made (or checked) here."""
         s = self.services

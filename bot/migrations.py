@@ -181,4 +181,52 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE chats ADD COLUMN last_branch TEXT NOT NULL DEFAULT '';
     ALTER TABLE chats ADD COLUMN last_branch_at REAL NOT NULL DEFAULT 0;
     """,
+    # 8: agents on their own. Schedules (/at, /every) and their fires, deliveries of signed triggers, and what
+    # a queued instruction carries when no one is there to tap: its permission profile, its spending cap and
+    # where it came from.
+    """
+    ALTER TABLE queue ADD COLUMN profile TEXT NOT NULL DEFAULT '';    -- '' = ask the owner (interactive)
+    ALTER TABLE queue ADD COLUMN budget_usd REAL;                     -- this run's cap; NULL = the default
+    ALTER TABLE queue ADD COLUMN origin TEXT NOT NULL DEFAULT '';     -- '', 'schedule:<id>', 'trigger:<id>'
+
+    CREATE TABLE schedules(
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        chat_id INTEGER NOT NULL,
+        user_id INTEGER NOT NULL,
+        spec TEXT NOT NULL,                 -- canonical text of bot.schedule_spec.Spec
+        text TEXT NOT NULL,                 -- the instruction
+        project TEXT NOT NULL,
+        branch TEXT NOT NULL DEFAULT '',
+        profile TEXT NOT NULL,              -- permission profile of its runs
+        budget_usd REAL,                    -- cap of each run; NULL = MACUPOS_RUN_BUDGET_USD
+        state TEXT NOT NULL DEFAULT 'active' CHECK(state IN ('active', 'paused', 'done', 'deleted')),
+        next_at REAL,                       -- its next fire, epoch seconds; NULL when none is left
+        last_at REAL,
+        last_result TEXT NOT NULL DEFAULT '',
+        last_cost REAL NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX schedules_due ON schedules(next_at) WHERE state = 'active';
+
+    -- One row per fire: the primary key makes a fire happen once, in the same transaction that queues its
+    -- instruction and moves the schedule on.
+    CREATE TABLE schedule_fires(
+        schedule_id INTEGER NOT NULL,
+        fire_at REAL NOT NULL,
+        queue_id INTEGER NOT NULL,
+        missed INTEGER NOT NULL DEFAULT 0,   -- fires collapsed into this one while the bot was down
+        created_at REAL NOT NULL,
+        PRIMARY KEY(schedule_id, fire_at)
+    ) WITHOUT ROWID;
+
+    -- Signed calls (POST /trigger, /github): a delivery id runs once, in the transaction that queues it.
+    CREATE TABLE trigger_deliveries(
+        delivery_id TEXT PRIMARY KEY,
+        origin TEXT NOT NULL,
+        queue_id INTEGER,
+        received_at REAL NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX trigger_deliveries_at ON trigger_deliveries(received_at);
+    """,
 )

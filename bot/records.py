@@ -63,6 +63,9 @@ class QueuedInstruction:
     created_at: float
     images: tuple[str, ...] = ()  # paths of the images sent with it (in the project's inbox)
     branch: str = ""  # its lane: "" the main checkout, else a branch's worktree
+    profile: str = ""  # permission profile of an unattended run ("" asks the owner)
+    budget_usd: float | None = None  # its spending cap (None: the default)
+    origin: str = ""  # "", "schedule:<id>", "trigger:<delivery>"
 
 
 @dataclass(frozen=True, slots=True)

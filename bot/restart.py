@@ -3,12 +3,17 @@
 A run it cut gets a card with Resume / Dismiss (Resume runs it, then what waited behind it). An update it
 stored but never started is handled now. One it cut is reported, a plain text instruction as a cut run so
 that Resume runs it once. Instructions left waiting in a queue between two runs run now.
+
+In a forum group a branch's card goes to the branch's topic, and a cut message written in a branch's topic
+is the branch's (Telegram gives every topic message an implicit reply to the topic's first message: that
+is not a reply).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from typing import Any
 
 from telegram import Update
@@ -17,7 +22,7 @@ from telegram.error import TelegramError
 from bot.auth import is_allowed, quote_forwarded
 from bot.errors import ChatBusyError
 from bot.intake import Intake
-from bot.lanes import split_branch
+from bot.lanes import LaneTag, in_lane, split_branch
 from bot.progress import escape
 from bot.records import Callback, Run, StoredUpdate
 from bot.services import Services
@@ -40,7 +45,8 @@ class Restart:
     async def recover(self) -> None:
         """Report runs a dead process left (Resume / Dismiss), handle stored-but-unstarted updates, report cut ones."""
         s = self.services
-        # (chat, instruction) a card reports (a run, or waiting behind it) or the queue still holds.
+        # (chat, instruction) a card reports (a run, or waiting behind it) or the queue still holds. A lane's
+        # rows hold the instruction without its "@branch" (see _recover_update).
         reported: set[tuple[int, str]] = set()
         for run in await s.state.interrupted_runs():
             waiting = await s.state.held(run.chat_id, run.branch)
@@ -77,6 +83,9 @@ class Restart:
             run.chat_id, owner, RESTART_ACTION, {"op": "dismiss", "run": run.id}, ttl, group=group
         )
         where = f" in branch {escape(run.branch)}" if run.branch else ""
+        thread = None
+        if run.branch and (known := await s.state.branch(run.chat_id, run.branch)) is not None:
+            thread = known.thread_id
         text = (
             f"⚠️ I was restarted while working{where} on:\n<i>{escape(run.instruction[:500])}</i>\n"
             f"(session {escape(run.session_id[:8] or 'not started')}). Nothing has been re-run."
@@ -84,7 +93,8 @@ class Restart:
         if waiting:
             text += f"\n{waiting} more instruction(s) were waiting; Resume runs them after it."
         try:
-            await s.sender.send(run.chat_id, text, buttons=[[("▶️ Resume", resume), ("✖️ Dismiss", dismiss)]])
+            with in_lane(LaneTag(run.chat_id, run.branch, thread)):  # a branch's card goes to its forum topic
+                await s.sender.send(run.chat_id, text, buttons=[[("▶️ Resume", resume), ("✖️ Dismiss", dismiss)]])
         except TelegramError as exc:
             logger.warning("could not report the interrupted run %s: %s", run.id, exc)
 
@@ -102,18 +112,22 @@ class Restart:
             return
         message = stored.payload.get("message") or {}
         instruction = quote_forwarded(message)
-        if (stored.chat_id, instruction) in reported:
+        # Queued or run as routed: "@four do it" is held as "do it" in lane four.
+        if {(stored.chat_id, instruction), (stored.chat_id, split_branch(instruction)[1])} & reported:
             return  # cut after it was queued or started: a card above reports it, and its Resume runs it
         if await self._report_as_run(stored.chat_id, message, instruction):
             return
         what = str(message.get("text") or message.get("caption") or _kind_of(message))
+        thread = _topic(message)
+        branch = await s.state.branch_of_thread(stored.chat_id, thread) if thread is not None else None
         try:
-            await s.sender.send(
-                stored.chat_id,
-                f"⚠️ I stopped while handling {what[:300]!r}; it was not finished and is not re-run. "
-                "Send it again if you still want it.",
-                html_text=False,
-            )
+            with in_lane(LaneTag(stored.chat_id, branch.branch if branch else "", thread)):  # where it was written
+                await s.sender.send(
+                    stored.chat_id,
+                    f"⚠️ I stopped while handling {what[:300]!r}; it was not finished and is not re-run. "
+                    "Send it again if you still want it.",
+                    html_text=False,
+                )
         except TelegramError as exc:
             logger.warning("could not report the cut update %s: %s", stored.update_id, exc)
 
@@ -121,17 +135,27 @@ class Restart:
         """A text instruction cut before it was queued or run: reported as a cut run, so Resume runs it once.
         Commands, voice, files and replies (a correction, perhaps) are only reported."""
         s = self.services
-        plain = message.get("text") and not message.get("reply_to_message") and not str(message["text"]).startswith("/")
+        thread = _topic(message)
+        replied = message.get("reply_to_message")
+        # In a forum topic every message replies (implicitly) to the topic's first message: not a real reply.
+        replies = isinstance(replied, dict) and (thread is None or replied.get("message_id") != thread)
+        plain = message.get("text") and not replies and not str(message["text"]).startswith("/")
         if not plain or (await s.state.chat(chat_id)).pending_correction:
             return False
+        # Routed as it would have been ("@fix-login …", a branch's topic, a terse follow-up), so Resume runs it
+        # in its lane; a name git refuses is only reported.
+        routed = await self.sessions.router.route(
+            chat_id,
+            instruction,
+            thread_id=thread,
+            forum=bool((message.get("chat") or {}).get("is_forum")),
+            now=time.time(),
+        )
+        if isinstance(routed, str):
+            return False
         project = await s.project_of(chat_id)
-        branch, text = split_branch(instruction)
-        if branch is not None and await s.state.branch(chat_id, branch) is not None:
-            instruction = text  # "@fix-login …" cut before its lane took it: Resume runs it in that branch
-        else:
-            branch = ""
         try:
-            run_id = await s.state.start_run(chat_id, instruction, "", project.name, branch=branch)
+            run_id = await s.state.start_run(chat_id, routed.text, "", project.name, branch=routed.branch)
         except ChatBusyError:  # a stored update dispatched above already runs in this chat
             return False
         await s.state.finish_run(run_id, "interrupted")
@@ -186,6 +210,12 @@ class Restart:
         await s.state.finish_run(run_id, "dismissed")
         await s.state.release_held(chat_id, "cancelled", run.branch if run is not None else "")
         return "Dismissed."
+
+
+def _topic(message: dict[str, Any]) -> int | None:
+    """The forum topic a stored message was written in (as bot.dispatch.topic_of)."""
+    thread = message.get("message_thread_id")
+    return thread if message.get("is_topic_message") and isinstance(thread, int) else None
 
 
 def _kind_of(message: dict[str, Any]) -> str:

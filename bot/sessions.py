@@ -28,7 +28,9 @@ from bot.lane_router import LaneRouter
 from bot.lanes import LaneTag, Slots, branch_label, in_lane
 from bot.login_notice import LoginNotices
 from bot.memory_budget import BudgetNotice
+from bot.profiles import ProfileGate
 from bot.progress import Progress, escape
+from bot.records import QueuedInstruction
 from bot.review import Reviews
 from bot.rpa_runner import RpaRunner, stage_line
 from bot.services import Services
@@ -63,6 +65,13 @@ class Task:
     source: str = "text"  # text | voice | attachment | resume | rpa
     queue_id: int | None = None
     images: tuple[str, ...] = ()  # paths of images (in the project's inbox) shown with the instruction
+    profile: str = ""  # an unattended run's permission profile (bot.profiles); "" asks the owner
+    budget_usd: float | None = None  # this run's spending cap (None: MACUPOS_RUN_BUDGET_USD)
+    origin: str = ""  # "", "schedule:<id>", "trigger:<delivery>"
+
+    @classmethod
+    def of(cls, q: QueuedInstruction, user_id: int) -> Task:
+        return cls(q.text, user_id, q.source, q.id, q.images, q.profile, q.budget_usd, q.origin)
 
 
 @dataclass(slots=True)
@@ -89,6 +98,7 @@ class ChatSession:
     thread_id: int | None = None  # the branch's forum topic
     asking: bool = False  # a tool approval waits for the owner
     answered: bool = False  # the running instruction's answer is out: the worker only does its bookkeeping
+    gate: ProfileGate | None = None  # the running instruction's permission profile, when unattended
     last_status: str = ""  # how its last instruction ended
 
     @property
@@ -126,8 +136,9 @@ class SessionManager:
         self.budget = BudgetNotice(services)
         self.router = LaneRouter(services)
         self.slots = Slots(services.settings.max_parallel)
-        # Told when a Resolve session (bot.branch_desk) ends, so the owner is asked to merge again.
-        self.after_resolve: Callable[[ChatSession, int], Awaitable[None]] | None = None
+        # Told when a lane's instruction has ended (status, its cost): a Resolve session's end asks to merge
+        # again (bot.branch_desk), a scheduled run's end is its schedule's last result (bot.schedules).
+        self.after_run: list[Callable[[ChatSession, Task, str, float], Awaitable[None]]] = []
         self._chats: dict[tuple[int, str], ChatSession] = {}
 
     def chat(self, chat_id: int, branch: str = "") -> ChatSession:
@@ -209,7 +220,7 @@ class SessionManager:
                 return False
             await s.state.mark_queued(queued.id, "running")
             c.queue_id = queued.id
-            task = Task(queued.text, user_id, queued.source, queued.id, queued.images)
+            task = Task.of(queued, user_id)
             c.stopping = False
             c.worker = asyncio.create_task(self._drain(c, task), name=f"chat-{chat_id}-{branch}")
         return True
@@ -230,11 +241,12 @@ class SessionManager:
         current: Task | None = task
         while current is not None:
             async with self.slots.take(c.tag, lambda place: self._tell_place(c, place)):
-                await self._run_one(c, current)
+                status, cost = await self._run_one(c, current)
             if current.queue_id is not None:
                 await s.state.mark_queued(current.queue_id, "done")
-            if current.source == "resolve" and self.after_resolve is not None and not self.shutting_down:
-                await self.after_resolve(c, current.user_id)
+            if not self.shutting_down:
+                for after in self.after_run:
+                    await after(c, current, status, cost)
             async with c.lock:
                 queued = None if c.stopping else await s.state.next_queued(c.chat_id, c.branch)
                 if queued is None:
@@ -243,7 +255,7 @@ class SessionManager:
                     return
                 await s.state.mark_queued(queued.id, "running")
                 c.queue_id = queued.id  # taken under the lock: a /stop from now on cancels this row
-            current = Task(queued.text, c.user_id, queued.source, queued.id, queued.images)
+            current = Task.of(queued, c.user_id)
 
     async def _tell_place(self, c: ChatSession, place: int) -> None:
         n = self.slots.limit
@@ -254,7 +266,8 @@ class SessionManager:
         with contextlib.suppress(TelegramError):
             await self.services.sender.send(c.chat_id, text, html_text=False)
 
-    async def _run_one(self, c: ChatSession, task: Task) -> None:
+    async def _run_one(self, c: ChatSession, task: Task) -> tuple[str, float]:
+        """Run one instruction in the lane: (its status, what it cost)."""
         s = self.services
         chat_id = c.chat_id
         c.user_id, c.source, c.instruction, c.started = task.user_id, task.source, task.text, time.monotonic()
@@ -265,7 +278,7 @@ class SessionManager:
             with contextlib.suppress(TelegramError):
                 await s.sender.send(chat_id, f"❌ {branch_label(c.branch)}{exc}", html_text=False)
             c.last_status = "failed"
-            return
+            return "failed", 0.0
         project = where.project
         # An RPA run opens sessions of its own: it does not continue (or claim) the lane's session.
         session_id = "" if task.source == "rpa" else where.resume
@@ -278,7 +291,12 @@ class SessionManager:
             await s.sender.send(
                 chat_id, "A run is still recorded as running in this chat; try /status.", html_text=False
             )
-            return
+            return "failed", 0.0
+        # An unattended run (a schedule, a trigger) answers its tool requests by its profile, in a session of its
+        # own: nothing granted interactively ("allow for this session") carries into it.
+        c.gate = ProfileGate(task.profile) if task.profile else None
+        if task.profile and c.live is not None:
+            await self.close_live(c)
         t = s.tuning
         title = "Research → Plan → Audit" if task.source == "rpa" else brief_title(task.text)
         title = branch_label(c.branch) + title
@@ -291,7 +309,8 @@ class SessionManager:
             if task.source == "rpa":
                 status = await self._run_rpa(c, task, progress, where.folder)
             else:
-                status = await self._run_claude(c, task, project, where.folder, where.resume, run_id, progress)
+                resume = "" if task.profile else where.resume
+                status = await self._run_claude(c, task, project, where.folder, resume, run_id, progress)
         except asyncio.CancelledError:
             raise  # a shutdown or crash: the run stays "running" and the next start offers to resume it
         except LoginError as exc:
@@ -320,10 +339,20 @@ class SessionManager:
             c.progress = None
             c.asking = False
         await s.tell_storage_fault(chat_id)  # once per chat: the run went on without a broken memory
+        cost = progress.cost_usd or 0.0
         if self.shutting_down:
-            return  # the run stays "running": the next start reports it and offers to resume
+            return status, cost  # the run stays "running": the next start reports it and offers to resume
         c.last_status = status
-        await s.state.finish_run(run_id, status, progress.cost_usd or 0.0)  # type: ignore[arg-type]
+        await s.state.finish_run(run_id, status, cost)  # type: ignore[arg-type]
+        if c.gate is not None and c.gate.denied:
+            denied = "; ".join(str(d) for d in c.gate.denied[:10])
+            with contextlib.suppress(TelegramError):
+                await s.sender.send(
+                    chat_id,
+                    f"🔒 {branch_label(c.branch)}Denied by the run's permission profile ({c.gate.profile}): {denied}",
+                    html_text=False,
+                )
+        return status, cost
 
     async def set_session(self, c: ChatSession, session_id: str | None) -> None:
         """What the lane's next instruction continues (None: a fresh session)."""
@@ -388,10 +417,13 @@ class SessionManager:
         )
 
     def _approve(self, c: ChatSession) -> ApprovalHandler:
-        """The lane's approval handler: its prompts carry the lane's branch and go to its topic."""
+        """The lane's approval handler: an unattended run's profile answers at once; otherwise the owner is
+        asked, the prompt carrying the lane's branch and going to its topic."""
         decide = self.approvals.handler(c.chat_id, lambda: c.user_id)
 
         async def in_its_lane(request: ApprovalRequest) -> ApprovalDecision:
+            if c.gate is not None:
+                return c.gate.decide(request)
             with in_lane(c.tag):
                 return await decide(request)
 

@@ -28,6 +28,7 @@ from bot.records import (
 from bot.state_base import check_value, dumps
 from bot.state_lanes import LanesState
 from bot.state_runs import RunsState
+from bot.state_schedules import SchedulesState
 from memory.db import Database
 from memory.redact import Redactor
 
@@ -54,7 +55,7 @@ def _review(row: Sequence[Any]) -> HandoffReview:
     return HandoffReview(*row)
 
 
-class BotState(RunsState, LanesState):
+class BotState(RunsState, LanesState, SchedulesState):
     """The bot's durable state. Open with :meth:`open`, close with :meth:`close`; every method is a coroutine.
 
     The queue and runs are :class:`bot.state_runs.RunsState`, branches and lanes :class:`bot.state_lanes.LanesState`.

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
+
+import aiosqlite
 
 from bot.errors import ChatBusyError
 from bot.records import QueuedInstruction, QueueStatus, Run, RunStatus
 from bot.state_base import StateBase, check_value
 
-__all__ = ["RunsState"]
+__all__ = ["RunsState", "insert_queued"]
 
-_QUEUE_COLS = "id, chat_id, text, source, status, created_at, attachments, branch"
+_QUEUE_COLS = "id, chat_id, text, source, status, created_at, attachments, branch, profile, budget_usd, origin"
 _RUN_COLS = "id, chat_id, instruction, session_id, project, status, started_at, finished_at, branch, cost_usd"
 
 
@@ -28,7 +30,30 @@ def _run(row: Sequence[Any]) -> Run:
 def _queued(row: Sequence[Any]) -> QueuedInstruction:
     paths = json.loads(row[6] or "[]")
     images = tuple(str(p) for p in paths) if isinstance(paths, list) else ()
-    return QueuedInstruction(row[0], row[1], row[2], row[3], row[4], row[5], images, row[7])
+    return QueuedInstruction(row[0], row[1], row[2], row[3], row[4], row[5], images, *row[7:11])
+
+
+async def insert_queued(
+    conn: aiosqlite.Connection,
+    chat_id: int,
+    text: str,
+    source: str,
+    now: float,
+    images: Sequence[str] = (),
+    status: QueueStatus = "queued",
+    branch: str = "",
+    profile: str = "",
+    budget_usd: float | None = None,
+    origin: str = "",
+) -> int:
+    """The queue row of an instruction, inside a write transaction the caller holds (a schedule's fire and a
+    trigger's delivery are recorded in the same transaction, so each is queued exactly once)."""
+    cur = await conn.execute(
+        "INSERT INTO queue(chat_id, text, source, created_at, updated_at, attachments, status, branch, profile,"
+        " budget_usd, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (chat_id, text, source, now, now, json.dumps(list(images)), status, branch, profile, budget_usd, origin),
+    )
+    return int(cur.lastrowid or 0)
 
 
 class RunsState(StateBase):
@@ -43,18 +68,18 @@ class RunsState(StateBase):
         *,
         status: QueueStatus = "queued",
         branch: str = "",
+        profile: str = "",
+        budget_usd: float | None = None,
+        origin: str = "",
     ) -> int:
         """Store an instruction in the lane's queue: ``queued`` to wait its turn, ``running`` when it starts now
         (stored first all the same, so a process killed before its run is recorded runs it at the next start)."""
         check_value(status, QueueStatus, "queue status")
         now = self._clock()
         async with self._db.write() as conn:
-            cur = await conn.execute(
-                "INSERT INTO queue(chat_id, text, source, created_at, updated_at, attachments, status, branch)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (chat_id, text, source, now, now, json.dumps(list(images)), status, branch),
+            return await insert_queued(
+                conn, chat_id, text, source, now, images, status, branch, profile, budget_usd, origin
             )
-            return int(cur.lastrowid or 0)
 
     async def next_queued(self, chat_id: int, branch: str = "") -> QueuedInstruction | None:
         row = await self._one(
@@ -222,6 +247,31 @@ class RunsState(StateBase):
             found = await self._one("SELECT instruction FROM runs WHERE id = ?", (first,))
             out.append((str(session_id), float(at), str(found[0]) if found else ""))
         return out
+
+    # -- spend (bot.spend_caps) ---------------------------------------------------------------------------
+
+    async def spent_since(self, since: float, *, leave_out: Collection[int] = ()) -> dict[str, float]:
+        """USD per project of the runs started at or after ``since`` (epoch seconds), but those in ``leave_out``
+        (the runs in flight, whose spend the caller keeps)."""
+        ids = tuple(leave_out)
+        others = f" AND id NOT IN ({','.join('?' * len(ids))})" if ids else ""
+        rows = await self._all(
+            f"SELECT project, coalesce(sum(cost_usd), 0) FROM runs WHERE started_at >= ?{others} GROUP BY project",
+            (since, *ids),
+        )
+        return {str(r[0]): float(r[1]) for r in rows}
+
+    async def spent_by_schedule(self, since: float) -> list[tuple[str, str, int, float, float | None]]:
+        """(origin ``schedule:<id>``, the schedule's instruction, runs, USD, the largest per-run cap they ran under)
+        of the scheduled runs started at or after ``since``, the costliest first."""
+        rows = await self._all(
+            "SELECT q.origin, coalesce(max(s.text), ''), count(*), coalesce(sum(r.cost_usd), 0), max(q.budget_usd)"
+            " FROM runs r JOIN queue q ON q.id = r.queue_id"
+            " LEFT JOIN schedules s ON q.origin = 'schedule:' || s.id"
+            " WHERE r.started_at >= ? AND q.origin LIKE 'schedule:%' GROUP BY q.origin ORDER BY 4 DESC, 1",
+            (since,),
+        )
+        return [(str(r[0]), str(r[1]), int(r[2]), float(r[3]), None if r[4] is None else float(r[4])) for r in rows]
 
     async def branch_cost(self, chat_id: int, branch: str) -> float:
         row = await self._one(

@@ -21,6 +21,7 @@ from telegram.error import TelegramError
 from bot.auth import quote_text
 from bot.errors import VoiceError
 from bot.progress import escape, ptb_seconds
+from bot.schedule_commands import ScheduleCommands
 from bot.services import Services
 from bot.sessions import SessionManager
 from bot.voice import Transcript
@@ -59,7 +60,15 @@ def echo_text(transcript: Transcript, text: str) -> str:
 
 
 class VoiceFlow:
-    def __init__(self, services: Services, sessions: SessionManager, answers: VoiceAnswers | None = None) -> None:
+    def __init__(
+        self,
+        services: Services,
+        sessions: SessionManager,
+        answers: VoiceAnswers | None = None,
+        *,
+        schedules: ScheduleCommands | None = None,
+    ) -> None:
+        self.schedules = schedules  # a note that starts with a schedule is offered as one
         self.services = services
         self.sessions = sessions
         self.answers = answers
@@ -154,6 +163,8 @@ class VoiceFlow:
     async def run_transcript(self, chat_id: int, user_id: int, text: str, thread_id: int | None = None) -> None:
         # A quoted (forwarded) note starts "Forwarded from …": neither a branch nor the trigger word matches it.
         s = self.services
+        if self.schedules is not None and await self.schedules.offer_spoken(chat_id, user_id, text):
+            return
         routed = await self.sessions.router.route(chat_id, text, thread_id=thread_id, spoken=True, now=time.time())
         if isinstance(routed, str):
             await s.sender.send(chat_id, f"🎙 {routed}", html_text=False)

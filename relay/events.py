@@ -11,6 +11,7 @@ __all__ = [
     "PermissionRequest",
     "RelayEvent",
     "SessionResult",
+    "SpendTick",
     "StageEnd",
     "StageStart",
     "TextDelta",
@@ -81,6 +82,18 @@ class StageEnd:
 
 
 @dataclass(frozen=True, slots=True)
+class SpendTick:
+    """A model call of a running Claude turn, priced from its token usage as it comes (relay.claude_prices):
+    Claude Code reports a turn's cost only at its end, and that figure (SessionResult) replaces these."""
+
+    session_id: str
+    engine: str  # claude
+    model: str
+    cost_usd: float | None  # what this call added; None when the price table does not know the model
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
 class PermissionRequest:
     session_id: str
     tool_name: str
@@ -122,6 +135,7 @@ RelayEvent = (
     | ToolEnd
     | StageStart
     | StageEnd
+    | SpendTick
     | PermissionRequest
     | SessionResult
     | HandoffReady

@@ -2,7 +2,8 @@
 
 Text and tool use from the assistant, tool results from the user side, and the session id the CLI
 reports; the result message is read by the session itself (it needs the running cost). Any other kind
-is skipped with a debug log, so a newer SDK with new message kinds does not break a run.
+is skipped with a debug log, so a newer SDK with new message kinds does not break a run. A
+:class:`SpendMeter` prices each model call of a running turn as its assistant message comes (SpendTick).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from typing import Any
 
 import claude_agent_sdk as sdk
 
-from relay.events import RelayEvent, TextDelta, ToolEnd, ToolStart, Usage
+from relay.claude_prices import claude_cost
+from relay.events import RelayEvent, SpendTick, TextDelta, ToolEnd, ToolStart, Usage
 
-__all__ = ["translate", "usage_of"]
+__all__ = ["SpendMeter", "translate", "usage_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +58,37 @@ def usage_of(raw: Mapping[str, Any] | None, cost: float | None) -> Usage:
         cache_write_tokens=int(u.get("cache_creation_input_tokens") or 0),
         cost_usd=cost,
     )
+
+
+class SpendMeter:
+    """One SpendTick per model call of a turn, priced from its usage (relay.claude_prices).
+
+    Claude Code passes a call's reply on as one assistant message per content block, each carrying the
+    call's usage as known then (the input and cache tokens in full, the output as counted so far): a call
+    (its message id) is counted once, and again only by what it grew.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[int, float]] = {}  # message id → (tokens, USD) already ticked
+
+    def tick(self, message: Any, session_id: str) -> SpendTick | None:
+        """The spend an assistant message adds, or None (no usage, or nothing new)."""
+        if not isinstance(message, sdk.AssistantMessage) or not message.usage:
+            return None
+        tokens = usage_of(message.usage, None).tokens
+        cost = claude_cost(message.model, message.usage)
+        key = message.message_id or ""  # a message without an id counts on its own
+        seen_tokens, seen_cost = self._seen.get(key, (0, 0.0)) if key else (0, 0.0)
+        if tokens <= seen_tokens:
+            return None
+        if key:
+            self._seen[key] = (tokens, max(cost or 0.0, seen_cost))
+        added = None if cost is None else max(0.0, cost - seen_cost)
+        return SpendTick(session_id, "claude", message.model, added, tokens - seen_tokens)
+
+    def turn_ended(self) -> None:
+        """The turn's result is in (its reported cost replaces the ticks): forget its calls."""
+        self._seen.clear()
 
 
 def _first_line(content: Any) -> str:

@@ -35,7 +35,7 @@ from relay.grounding import build_grounding, ensure_rules_file
 from relay.ledger import Ledger
 from relay.login import claude_login_error
 from relay.process import kill_marked, marked_pids
-from relay.sdk_events import translate, usage_of
+from relay.sdk_events import SpendMeter, translate, usage_of
 from relay.session_memory import ingest_session, session_files
 from relay.settings import RelaySettings
 from relay.user_message import ImageInput, user_messages
@@ -113,6 +113,7 @@ class ClaudeSession:
         self._interrupted = False
         self._closed = False
         self._cost_seen = 0.0
+        self._meter = SpendMeter()  # the running turn's model calls, priced as they come (SpendTick)
         self._login: LoginError | None = None  # the API refused the login during this run
         self._ended: HandoffReady | None = None
 
@@ -372,7 +373,8 @@ class ClaudeSession:
             text = " ".join(b.text for b in message.content if isinstance(b, sdk.TextBlock))
             self._login = claude_login_error(message.error, text, session_id=self.session_id) or self._login
         self._note_session(reported)
-        return events
+        tick = self._meter.tick(message, self.session_id)
+        return events if tick is None else [tick, *events]
 
     def _note_session(self, session_id: str) -> None:
         if session_id:
@@ -382,6 +384,7 @@ class ClaudeSession:
 
     def _result(self, message: sdk.ResultMessage, texts: list[str]) -> SessionResult:
         self._note_session(message.session_id)
+        self._meter.turn_ended()
         self.model = next(iter(message.model_usage or {}), "") or self.model
         # The CLI reports the session's running total; a resumed process may start from zero again.
         total = message.total_cost_usd
