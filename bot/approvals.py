@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from telegram.error import TelegramError
 
+from bot.lanes import LANE, branch_label
 from bot.progress import escape
 from bot.records import Callback
 from bot.services import Services
@@ -109,7 +110,9 @@ class Approvals:
         }
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         waiting = self._waiting[group] = WaitingApproval(chat_id, user_id, tokens, future)
-        text = card_text(request)
+        tag = LANE.get()
+        label = branch_label(tag.branch) if tag is not None and tag.chat_id == chat_id else ""
+        text = escape(label) + card_text(request)
         message_id: int | None = None
         try:
             message = await s.sender.send(

@@ -25,6 +25,15 @@ from bot.voice_flow import VOICE_ACTION, VoiceFlow
 __all__ = ["EXPIRED", "Dispatch", "topic_of"]
 
 EXPIRED = "This button is not for you, or it has expired."
+# Telegram's service messages about forum topics (sent as messages without text).
+_SERVICE_KEYS = (
+    "forum_topic_created",
+    "forum_topic_edited",
+    "forum_topic_closed",
+    "forum_topic_reopened",
+    "general_forum_topic_hidden",
+    "general_forum_topic_unhidden",
+)
 
 
 def topic_of(message: Message) -> int | None:
@@ -81,6 +90,8 @@ class Dispatch:
             await self.voice.take_edit(chat_id)  # like a text, it replaces a transcript awaiting Run
             await self.attachments.handle(chat_id, user_id, [message])
             return
+        if any(key in data for key in _SERVICE_KEYS):
+            return  # a topic made, renamed or closed by a person: nothing to run or answer
         text = quote_forwarded(data)
         if not any(ch.isprintable() and not ch.isspace() for ch in text):  # empty, spaces, zero-width marks
             await self._reply(chat_id, "Send text or a voice note; other kinds are not supported yet.")

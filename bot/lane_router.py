@@ -80,6 +80,15 @@ class LaneRouter:
     ) -> Routed | str:
         """The lane of an instruction, or a sentence for the chat saying why it cannot run."""
         s = self.services
+        if not spoken:
+            name, rest = split_branch(text)
+            me = (s.sender.bot.username or "").casefold()
+            if name is not None and me and name.casefold() == me:
+                # "@macupos_bot …" in a group (where privacy mode shows the bot only what mentions it) is
+                # addressed to the bot, not a branch: what follows is routed by every rule (topic, reply…).
+                if not rest:
+                    return "Say what to do."
+                text = rest
         if thread_id is not None:
             in_topic = await s.state.branch_of_thread(chat_id, thread_id)
             if in_topic is not None:
@@ -113,9 +122,6 @@ class LaneRouter:
         s = self.services
         if not rest.strip():
             return f"What should @{name} do? Send “@{name} instruction”."
-        me = (s.sender.bot.username or "").casefold()
-        if me and name.casefold() == me:  # "@macupos_bot do x" in a group: addressed to the bot, not a branch
-            return await self.route(chat_id, rest, now=0.0) if rest else "Say what to do."
         if not valid_branch_name(name):
             return f"“{name}” is not a branch name git accepts (letters, digits, - _ . /; no spaces or “..”)."
         known = await s.state.branch(chat_id, name)

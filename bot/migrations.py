@@ -189,6 +189,11 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE queue ADD COLUMN budget_usd REAL;                     -- this run's cap; NULL = the default
     ALTER TABLE queue ADD COLUMN origin TEXT NOT NULL DEFAULT '';     -- '', 'schedule:<id>', 'trigger:<id>'
 
+    -- When a cut run's restart card was sent: a start killed between marking a run interrupted and sending
+    -- its card reports it at the next start (runs cut before this version were reported already).
+    ALTER TABLE runs ADD COLUMN reported_at REAL;
+    UPDATE runs SET reported_at = coalesce(finished_at, started_at) WHERE status = 'interrupted';
+
     CREATE TABLE schedules(
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         chat_id INTEGER NOT NULL,

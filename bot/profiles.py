@@ -4,7 +4,8 @@ listed in the run's result.
 
 - ``read``: nothing that asks (Claude Code reads and searches without asking; edits and commands are denied).
 - ``tests`` (the default): ``read`` plus commands that run tests or checks (pytest, make test, npm test, go
-  test, cargo test, tox, ruff, mypy, scripts/test …), one plain command each, no shell chaining.
+  test, cargo test, tox, ruff, mypy, scripts/test …), one plain command each, no shell chaining, and none of
+  their options that delete, write elsewhere, fix the code or run another program (``_RISKY_OPTION``).
 - ``edit``: ``tests`` plus file edits (Edit, Write, MultiEdit, NotebookEdit; Codex file changes).
 - ``full``: everything is allowed. Say it only for a run you would approve blindly.
 """
@@ -64,6 +65,19 @@ def check_profile(name: str) -> str:
     return wanted
 
 
+# Options of those commands that delete, write files anywhere, edit the code or run another program: pytest
+# --basetemp (removes that folder), git log/diff --output, ruff --output-file, --fix / --add-noqa (ruff, cargo
+# clippy), mypy --install-types, report files (--junitxml, --log-file), go test -exec / -toolexec / -o FILE /
+# -*profile FILE / -outputdir, go vet -vettool.
+_RISKY_OPTION = re.compile(
+    r"--?(basetemp|output|output-file|fix|fix-only|unsafe-fixes|add-noqa|install-types|junit-?xml|log-file"
+    r"|exec|toolexec|vettool|outputdir|\w*profile)(=.*)?",
+    re.IGNORECASE,
+)
+# After make's target: only more targets and harmless flags (no VAR=value overrides, -f FILE, -C DIR, --eval).
+_MAKE_WORD = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_./-]*|-[jks]\d*")
+
+
 def _runs_tests(command: str) -> bool:
     if _SHELL_META.search(command):
         return False
@@ -71,7 +85,17 @@ def _runs_tests(command: str) -> bool:
         words = shlex.split(command)
     except ValueError:
         return False
-    return any(tuple(words[: len(prefix)]) == prefix for prefix in _TEST_COMMANDS)
+    prefix = next((p for p in _TEST_COMMANDS if tuple(words[: len(p)]) == p), None)
+    if prefix is None:
+        return False
+    rest = words[len(prefix) :]
+    if any(_RISKY_OPTION.fullmatch(word) for word in rest) or (prefix[0] == "go" and "-o" in rest):
+        return False
+    if prefix[0] == "make":
+        return all(_MAKE_WORD.fullmatch(word) and "=" not in word for word in rest)
+    if prefix == ("ruff",) and "format" in rest:  # it rewrites files unless it only checks or shows
+        return "--check" in rest or "--diff" in rest
+    return True
 
 
 @dataclass(frozen=True, slots=True)

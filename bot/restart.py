@@ -97,6 +97,8 @@ class Restart:
                 await s.sender.send(run.chat_id, text, buttons=[[("▶️ Resume", resume), ("✖️ Dismiss", dismiss)]])
         except TelegramError as exc:
             logger.warning("could not report the interrupted run %s: %s", run.id, exc)
+            return  # not marked: the next start sends its card
+        await s.state.mark_reported(run.id)
 
     async def _recover_update(self, stored: StoredUpdate, reported: set[tuple[int, str]]) -> None:
         s = self.services

@@ -72,12 +72,15 @@ class ScheduleCommands:
         if not text:
             raise ValueError("say what to run after the time, e.g. /every weekday 09:00 run the tests")
         lane = ""
-        if branch is not None:
-            routed = await self.sessions.router.route(chat_id, f"@{branch} {text}", now=self.scheduler.clock())
-            if isinstance(routed, str):
-                raise ValueError(routed)
-            lane = routed.branch
         project = await s.project_of(chat_id)
+        if branch is not None and branch.casefold() == (s.sender.bot.username or "").casefold():
+            branch = None  # "@macupos_bot" in a group addresses the bot, not a branch
+        if branch is not None:
+            # Recorded, not routed: making a schedule does not move where the owner's next message goes.
+            found = await self.sessions.router.ensure_branch(chat_id, branch, project)
+            if isinstance(found, str):
+                raise ValueError(found)
+            lane = found[0]
         next_at = self.scheduler.next_after(spec, self.scheduler.clock())
         if next_at is None:
             raise ValueError("that time has passed")
@@ -108,13 +111,9 @@ class ScheduleCommands:
             )
             return
         for sched in found:
-            ops = [("⏸ Pause", "pause") if sched.state == "active" else ("▶️ Resume", "resume")]
+            ops = {"active": [("⏸ Pause", "pause")], "paused": [("▶️ Resume", "resume")]}.get(sched.state, [])
             ops += [("⚡ Run now", "run"), ("🗑 Delete", "delete")]
-            row = [
-                (label, await self._button(sched, user_id, op))
-                for label, op in ops
-                if sched.state != "done" or op != "pause"
-            ]
+            row = [(label, await self._button(sched, user_id, op)) for label, op in ops]
             await s.sender.send(chat_id, self.card(sched), html_text=False, buttons=[row])
 
     def card(self, sched: Schedule) -> str:
@@ -154,7 +153,7 @@ class ScheduleCommands:
             spec = Spec.parse_canonical(sched.spec)
             next_at = self.scheduler.next_after(spec, self.scheduler.clock())  # no catching up on a pause
             await s.state.set_schedule_state(sched.id, "active" if next_at is not None else "done", next_at)
-            toast = f"Schedule #{sched.id} resumed."
+            toast = f"Schedule #{sched.id} " + ("resumed." if next_at is not None else "has no run left: done.")
         elif op == "run":
             await self.scheduler.run_now(sched)
             toast = "Running it now."

@@ -37,7 +37,9 @@ _MAX_MISSED = 100_000  # bound on counting the missed fires of a very frequent s
 
 
 def local_time(epoch: float, tz: ZoneInfo) -> str:
-    return datetime.fromtimestamp(epoch, tz).strftime("%a %d %b %H:%M")
+    """``Fri 4 Dec 18:30``, as bot.schedule_spec.describe writes a day."""
+    moment = datetime.fromtimestamp(epoch, tz)
+    return f"{moment:%a} {moment.day} {moment:%b %H:%M}"
 
 
 class Scheduler:
@@ -77,14 +79,20 @@ class Scheduler:
             return None
         fire, missed = s.next_at, 0
         following = self.next_after(spec, fire)
-        while following is not None and following <= now and missed < _MAX_MISSED:
+        while following is not None and following <= now:
+            if missed >= _MAX_MISSED:  # a very frequent schedule, long down: skip the rest uncounted, still once
+                fire, following = self._newest_due(spec, now) or fire, self.next_after(spec, now)
+                break
             fire, missed = following, missed + 1
             following = self.next_after(spec, fire)
+        if s.branch:
+            await self._ensure_branch(s)
         queue_id = await self.services.state.fire_schedule(s, fire, following, missed=missed)
         if queue_id is None:
             return None
-        if now - fire > LATE_S:
-            more = f" ({missed} earlier fire(s) missed too, not run separately)" if missed else ""
+        if missed or now - fire > LATE_S:  # late, or standing for fires that did not run
+            count = f"more than {missed}" if missed >= _MAX_MISSED else str(missed)
+            more = f" ({count} earlier fire(s) missed too, not run separately)" if missed else ""
             await self._say(
                 s,
                 f"⏰ Schedule #{s.id} was due {local_time(fire, self.tz)} while the bot was down{more}; "
@@ -93,10 +101,29 @@ class Scheduler:
         await self.sessions.run_queued(s.chat_id, s.user_id, s.branch)
         return queue_id
 
+    def _newest_due(self, spec: Spec, now: float) -> float | None:
+        """The last fire at or before ``now`` within a day of it (a day holds at most 1440: fires are a minute
+        apart at the least)."""
+        newest, at = None, self.next_after(spec, now - 86400.0)
+        while at is not None and at <= now:
+            newest, at = at, self.next_after(spec, at)
+        return newest
+
+    async def _ensure_branch(self, s: Schedule) -> None:
+        """A schedule's branch, discarded since it was made, is started anew from its project's checkout (as a
+        trigger's is); when it cannot be, the run says why."""
+        settings = self.services.settings
+        project = settings.project(s.project) or settings.default_project
+        found = await self.sessions.router.ensure_branch(s.chat_id, s.branch, project)
+        if isinstance(found, str):
+            logger.warning("schedule %s: branch %s: %s", s.id, s.branch, found)
+
     async def run_now(self, s: Schedule) -> int | None:
         """The owner's "Run now": one extra fire, the schedule's own times unchanged."""
         now = self.clock()
-        queue_id = await self.services.state.fire_schedule(s, now, s.next_at)
+        if s.branch:
+            await self._ensure_branch(s)
+        queue_id = await self.services.state.fire_schedule(s, now, s.next_at, manual=True)
         if queue_id is not None:
             await self.sessions.run_queued(s.chat_id, s.user_id, s.branch)
         return queue_id
@@ -104,13 +131,13 @@ class Scheduler:
     async def run(self, stop: asyncio.Event) -> None:
         """Fire what is due until ``stop`` is set (the bot's loop)."""
         while not stop.is_set():
+            self._wake.clear()  # before looking: a wake() during the look is kept for the wait below
             try:
                 await self.tick()
             except Exception:  # the clock's loop boundary: one bad schedule must not stop the others
                 logger.exception("the scheduler failed; trying again")
             due = await self.services.state.next_due_at()
             wait = _MAX_WAIT_S if due is None else min(_MAX_WAIT_S, max(0.0, due - self.clock()))
-            self._wake.clear()
             waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())]
             try:
                 await asyncio.wait(waiters, timeout=wait, return_when=asyncio.FIRST_COMPLETED)

@@ -245,12 +245,13 @@ class Sender:
         """The chat shows ``action`` ("typing…", "recording a voice message…") while the block runs, so a
         phone sees at once that a note was heard. Best effort, beside the chat's ordered calls (not behind
         them): each try is bounded, a failure is logged and never raised, and the block never waits for it."""
+        thread = self._thread(chat_id)  # shown in the lane's forum topic, where its answer will come
 
         async def keep() -> None:
             while True:
                 try:
                     async with asyncio.timeout(_ACTION_TIMEOUT_S):
-                        await self.bot.send_chat_action(chat_id, action)
+                        await self.bot.send_chat_action(chat_id, action, message_thread_id=thread)
                 except (TelegramError, TimeoutError) as exc:
                     logger.debug("chat %s: chat action %s not shown: %s", chat_id, action, exc)
                 await self._sleep(_ACTION_EVERY_S)

@@ -160,7 +160,8 @@ class RunsState(StateBase):
         return _run(row) if row else None
 
     async def interrupted_runs(self) -> list[Run]:
-        """At startup: runs (and queued instructions) a previous process left running, now marked interrupted.
+        """At startup: runs (and queued instructions) a previous process left running, now marked interrupted,
+        and any cut run whose restart card was never sent (:meth:`mark_reported`).
 
         Call once before handling updates. The returned runs keep their session id, so the bot can offer to
         resume; nothing is re-run here.
@@ -200,7 +201,16 @@ class RunsState(StateBase):
                     " WHERE chat_id = ? AND branch = ? AND status = 'queued'",
                     (now, chat_id, branch),
                 )
-        return sorted((_run(r) for r in rows), key=lambda r: r.id)
+        # With those cut by an earlier start that died before sending their cards (mark_reported).
+        unreported = await self._all(
+            f"SELECT {_RUN_COLS} FROM runs WHERE status = 'interrupted' AND reported_at IS NULL ORDER BY id"
+        )
+        return [_run(r) for r in unreported]
+
+    async def mark_reported(self, run_id: int) -> None:
+        """The cut run's restart card was sent: a later start does not send it again."""
+        async with self._db.write() as conn:
+            await conn.execute("UPDATE runs SET reported_at = ? WHERE id = ?", (self._clock(), run_id))
 
     async def lanes_with_queued(self) -> list[tuple[int, str]]:
         """(chat, branch) of lanes with instructions waiting (at startup: none has a run; they never started)."""

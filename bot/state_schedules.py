@@ -105,12 +105,20 @@ class SchedulesState(StateBase):
             )
 
     async def fire_schedule(
-        self, s: Schedule, fire_at: float, next_at: float | None, *, missed: int = 0, text: str | None = None
+        self,
+        s: Schedule,
+        fire_at: float,
+        next_at: float | None,
+        *,
+        missed: int = 0,
+        text: str | None = None,
+        manual: bool = False,
     ) -> int | None:
         """Queue one fire of ``s`` (at ``fire_at``) and move it to ``next_at`` (None: none left, it is done).
 
-        Returns the queue row, or None when this fire was queued already (a second process, a retry).
-        ``next_at`` is not touched for a fire the owner asked for ("Run now": pass ``next_at=s.next_at``).
+        Returns the queue row, or None when this fire was queued already (a second process, a retry), or the
+        schedule was paused, deleted or moved on since ``s`` was read. ``manual`` is the owner's "Run now" (pass
+        ``next_at=s.next_at``): it fires a paused or done schedule too, never a deleted one.
         """
         now = self._clock()
         async with self._db.write() as conn:
@@ -119,6 +127,13 @@ class SchedulesState(StateBase):
             ) as cur:
                 if await cur.fetchone() is not None:
                     return None
+            # The schedule as it is now, not as the caller read it: a Pause or Delete tapped meanwhile wins, and a
+            # clock fire goes ahead only while its fire time is still the one the caller saw.
+            async with conn.execute("SELECT state, next_at FROM schedules WHERE id = ?", (s.id,)) as cur:
+                row = await cur.fetchone()
+            if row is None or row[0] == "deleted" or (not manual and (row[0] != "active" or row[1] != s.next_at)):
+                return None
+            current: ScheduleState = row[0]
             queue_id = await insert_queued(
                 conn,
                 s.chat_id,
@@ -134,9 +149,10 @@ class SchedulesState(StateBase):
                 "INSERT INTO schedule_fires(schedule_id, fire_at, queue_id, missed, created_at) VALUES (?, ?, ?, ?, ?)",
                 (s.id, fire_at, queue_id, missed, now),
             )
-            state = s.state if next_at is not None or s.state != "active" else "done"
+            state = current if next_at is not None or current != "active" else "done"
             await conn.execute(
-                "UPDATE schedules SET next_at = ?, state = ?, last_at = ?, updated_at = ? WHERE id = ?",
+                "UPDATE schedules SET next_at = ?, state = ?, last_at = ?, last_result = '', last_cost = 0,"
+                " updated_at = ? WHERE id = ?",  # this fire's result comes with its run (schedule_result)
                 (next_at, state, fire_at, now, s.id),
             )
         return queue_id
@@ -157,6 +173,10 @@ class SchedulesState(StateBase):
         return [(float(r[0]), int(r[1]), int(r[2])) for r in rows]
 
     # -- signed triggers ---------------------------------------------------------------------------------
+
+    async def delivery_seen(self, delivery_id: str) -> bool:
+        row = await self._one("SELECT 1 FROM trigger_deliveries WHERE delivery_id = ?", (delivery_id,))
+        return row is not None
 
     async def accept_delivery(
         self,

@@ -6,6 +6,7 @@ nothing) and the run cap. The endpoint (bot.triggers) answers 202 only after thi
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from telegram.error import TelegramError
@@ -20,6 +21,10 @@ logger = logging.getLogger(__name__)
 
 
 class TriggerIntake:
+    # The "⚡ Triggered" line waits no longer than this (a chat in flood control): the run starts either way,
+    # well within the endpoint's deadline for ``accept``.
+    announce_timeout_s = 5.0
+
     def __init__(self, services: Services, sessions: SessionManager) -> None:
         self.services = services
         self.sessions = sessions
@@ -41,6 +46,8 @@ class TriggerIntake:
         s = self.services
         chat_id = self.chat_id
         branch = ""
+        if t.delivery_id is not None and await s.state.delivery_seen(t.delivery_id):
+            return False  # a redelivery: not even its branch is made again (it may have been discarded since)
         if t.branch:
             project = s.settings.project(t.project) if t.project else s.settings.default_project
             if project is None:
@@ -62,12 +69,13 @@ class TriggerIntake:
             return False
         where = f" in @{branch}" if branch else ""
         try:
-            await s.sender.send(
-                chat_id,
-                f"⚡ Triggered ({t.origin} {t.event}){where}, profile {s.settings.trigger_profile}: {t.text[:500]}",
-                html_text=False,
-            )
-        except TelegramError as exc:
-            logger.warning("could not announce trigger %s: %s", t.delivery_id, exc)
+            async with asyncio.timeout(self.announce_timeout_s):
+                await s.sender.send(
+                    chat_id,
+                    f"⚡ Triggered ({t.origin} {t.event}){where}, profile {s.settings.trigger_profile}: {t.text[:500]}",
+                    html_text=False,
+                )
+        except (TelegramError, TimeoutError) as exc:
+            logger.warning("could not announce trigger %s: %r", t.delivery_id, exc)
         await self.sessions.run_queued(chat_id, chat_id if chat_id > 0 else s.settings.owner_id, branch)
         return True

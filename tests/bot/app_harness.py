@@ -152,9 +152,12 @@ class Harness:
         await self.tg.wait_for(lambda: not self.tg.pending, timeout=30)
         assert app.intake is not None
         await asyncio.wait_for(app.intake.idle(), 60)
+
+    async def wait_sessions_idle(self, app: BotApp) -> None:
+        """Every lane's worker finished (the runs' bookkeeping after their answers included)."""
         sessions = app.sessions
-        if sessions is not None:  # the runs those updates started, their bookkeeping included
-            await self.tg.wait_for(lambda: sessions.idle, timeout=120)
+        assert sessions is not None
+        await self.tg.wait_for(lambda: sessions.idle, timeout=120)
 
 
 def buttons(message: Mapping[str, Any]) -> dict[str, str]:

@@ -134,6 +134,7 @@ async def test_instructions_left_in_the_queue_between_two_runs_run_once_each_aft
     assert app.services is not None
     await h.wait_text(lambda t: "did: then push" in t)
     await h.wait_handled(app)
+    await h.wait_sessions_idle(app)
     asked = [x for b in h.claude.bodies for x in ("run the linters", "then push") if x in last_user_text(b)]
     assert asked == ["run the linters", "then push"], asked
     assert not any("restarted" in t for t in h.texts(OWNER))  # nothing was cut: no card

@@ -188,7 +188,10 @@ async def test_a_restart_mid_run_reports_it_and_reruns_nothing(tmp_path: Path) -
         await second.release_held(1, "queued")
         nxt = await second.next_queued(1)
         assert nxt is not None and nxt.id == waiting
-        assert await second.interrupted_runs() == []  # reported once
+        # Until its card was sent (a start killed before it), the next start reports it again; then never.
+        assert [r.id for r in await second.interrupted_runs()] == [run]
+        await second.mark_reported(run)
+        assert await second.interrupted_runs() == []
         resumed = await second.start_run(1, "resume", "sess-9")  # the owner said yes
         assert resumed != run
         await second.finish_run(run, "resumed")
@@ -321,3 +324,21 @@ async def test_a_restart_tells_a_taken_queue_row_by_whether_its_run_was_recorded
     with sqlite3.connect(tmp_path / "bot.db") as conn:
         closed = dict(conn.execute("SELECT id, status FROM queue WHERE id IN (?, ?)", (ended, cut)).fetchall())
     assert closed == {ended: "done", cut: "interrupted"}
+
+
+async def test_a_fire_read_before_a_pause_or_delete_queues_nothing(tmp_path: Path) -> None:
+    state = await BotState.open(tmp_path / "bot.db")
+    try:
+        made = await state.add_schedule(
+            1, 1, "every 1h since 2026-12-04T10:00:00+00:00", "x", "p", "", "tests", None, 10.0
+        )
+        due = (await state.due_schedules(20.0))[0]  # the scheduler read it due...
+        await state.set_schedule_state(made.id, "paused", made.next_at)  # ...and the owner paused it meanwhile
+        assert await state.fire_schedule(due, 10.0, 3610.0) is None
+        assert (await state.schedule(made.id)).state == "paused"  # type: ignore[union-attr]
+        assert await state.fire_schedule(due, 20.0, due.next_at, manual=True) is not None  # Run now still runs
+        await state.set_schedule_state(made.id, "deleted", None)
+        assert await state.fire_schedule(due, 30.0, due.next_at, manual=True) is None
+        assert [q.text for q in await state.queued(1)] == ["x"]
+    finally:
+        await state.close()

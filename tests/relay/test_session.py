@@ -169,7 +169,8 @@ async def test_events_are_translated_and_the_run_is_in_the_ledger(
         allowed, project_dir=project, eywa=eywa, on_event=recorder, ledger=ledger
     ) as session:
         events = [e async for e in session.stream("read the notes")]
-    assert [type(e).__name__ for e in events] == ["ToolStart", "ToolEnd", "TextDelta", "SessionResult"]
+    names = ["SpendTick", "ToolStart", "ToolEnd", "SpendTick", "TextDelta", "SessionResult"]
+    assert [type(e).__name__ for e in events] == names  # a SpendTick prices each model call as it comes
     start, end = recorder.of(ToolStart)[0], recorder.of(ToolEnd)[0]
     assert start.name == "Read" and end.tool_use_id == start.tool_use_id and not end.is_error
     result: SessionResult = recorder.of(SessionResult)[0]
