@@ -28,10 +28,11 @@ class Task:
     profile: str = ""  # an unattended run's permission profile (bot.profiles); "" asks the owner
     budget_usd: float | None = None  # this run's spending cap (None: MACUPOS_RUN_BUDGET_USD)
     origin: str = ""  # "", "schedule:<id>", "trigger:<delivery>"
+    project: str = ""  # a main-lane instruction's project when it is not the chat's (a schedule's, a trigger's)
 
     @classmethod
     def of(cls, q: QueuedInstruction, user_id: int) -> Task:
-        return cls(q.text, user_id, q.source, q.id, q.images, q.profile, q.budget_usd, q.origin)
+        return cls(q.text, user_id, q.source, q.id, q.images, q.profile, q.budget_usd, q.origin, q.project)
 
 
 @dataclass(slots=True)
@@ -59,6 +60,7 @@ class ChatSession:
     asking: bool = False  # a tool approval waits for the owner
     answered: bool = False  # the running instruction's answer is out: the worker only does its bookkeeping
     gate: ProfileGate | None = None  # the running instruction's permission profile, when unattended
+    detached: bool = False  # the running instruction works in another project: its session is not the lane's
     last_status: str = ""  # how its last instruction ended
     meter: RunMeter | None = None  # the running instruction's spend against its caps (bot.spend_caps)
     halting: asyncio.Task[None] | None = None  # a spending cap's interrupt of the running turn

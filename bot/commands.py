@@ -23,6 +23,7 @@ from bot.services import Services
 from bot.session_list import SessionList
 from bot.sessions import SessionManager
 from bot.speech_reply import SpokenReplies
+from bot.spend_caps import cost_lines
 from bot.telegram_format import brief
 from memory.errors import MemoryStoreError
 from relay.grounding import ensure_rules_file
@@ -222,12 +223,13 @@ class Commands:
     async def cost(self) -> str:
         """Sessions' spend (Claude, Codex) and memory's own (handoff extraction) apart, then the top sessions."""
         s = self.services
+        caps = await cost_lines(self.sessions.spend)  # today's spend against each cap, per project and schedule
         if s.ledger is None or not await s.ledger.available():
-            return "No cost ledger yet."
+            return "\n".join([*caps, "No cost ledger yet."])
         engines = await s.ledger.totals("engine")
         if not engines:
-            return "Nothing spent yet."
-        lines = ["💰 <b>Cost</b>"]
+            return "\n".join([*caps, "Nothing spent yet."])
+        lines = [*caps, "💰 <b>Cost</b>"]
         for t in engines:
             if t.key != MEMORY_ENGINE:
                 lines.append(f"• {escape(t.key)}: {t.runs} runs · {escape(format_usage(t.tokens, t.cost_usd))}")

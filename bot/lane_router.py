@@ -61,6 +61,7 @@ class Where:
     folder: Path
     resume: str  # the session it continues ("" a fresh one)
     base: str = ""  # a branch's base
+    detached: bool = False  # another project's instruction: its session is not the lane's
 
 
 class LaneRouter:
@@ -166,13 +167,19 @@ class LaneRouter:
         await s.state.add_branch(chat_id, name, project.name, base, str(worktree_path(project.path, name)))
         return (name,)
 
-    async def where(self, chat_id: int, branch: str) -> Where:
-        """The project, folder and session of a lane; a branch's worktree is made (or checked) here."""
+    async def where(self, chat_id: int, branch: str, project: str = "") -> Where:
+        """The project, folder and session of a lane; a branch's worktree is made (or checked) here.
+
+        ``project`` (a schedule's or a trigger's, by name) runs a main-lane instruction in that project: when
+        it is not the chat's, it works in a fresh session of its own (``Where.detached``)."""
         s = self.services
         chat = await s.state.chat(chat_id)
         if not branch:
-            project = await s.project_of(chat_id)
-            return Where(project, project.path, chat.session_id)
+            current = await s.project_of(chat_id)
+            named = s.settings.project(project) if project else None
+            if named is not None and named.name != current.name:
+                return Where(named, named.path, "", detached=True)
+            return Where(current, current.path, chat.session_id)
         known = await s.state.branch(chat_id, branch)
         if known is None:
             raise LaneError(branch, "it was discarded; name it again with @ to start it anew")

@@ -78,13 +78,14 @@ class LaneRunner:
         c.user_id, c.source, c.instruction, c.started = task.user_id, task.source, task.text, time.monotonic()
         c.asking = c.answered = False
         try:
-            where = await self.router.where(chat_id, c.branch)
+            where = await self.router.where(chat_id, c.branch, task.project)
         except (RelayError, BotError) as exc:
             with contextlib.suppress(TelegramError):
                 await s.sender.send(chat_id, f"❌ {branch_label(c.branch)}{exc}", html_text=False)
             c.last_status = "failed"
             return "failed", 0.0
         project = where.project
+        c.detached = where.detached
         refused = await self.spend.refusal(project.name)
         if refused is not None:
             with contextlib.suppress(TelegramError):
@@ -195,6 +196,8 @@ class LaneRunner:
     async def set_session(self, c: ChatSession, session_id: str | None) -> None:
         """What the lane's next instruction continues (None: a fresh session)."""
         state = self.services.state
+        if c.detached:
+            return  # another project's session (a schedule's, a trigger's) is not what the chat continues
         if c.branch:
             await state.set_branch_session(c.chat_id, c.branch, session_id or "")
         else:

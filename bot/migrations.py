@@ -188,6 +188,7 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE queue ADD COLUMN profile TEXT NOT NULL DEFAULT '';    -- '' = ask the owner (interactive)
     ALTER TABLE queue ADD COLUMN budget_usd REAL;                     -- this run's cap; NULL = the default
     ALTER TABLE queue ADD COLUMN origin TEXT NOT NULL DEFAULT '';     -- '', 'schedule:<id>', 'trigger:<id>'
+    ALTER TABLE queue ADD COLUMN project TEXT NOT NULL DEFAULT '';    -- '' = the chat's project (main lane)
 
     -- When a cut run's restart card was sent: a start killed between marking a run interrupted and sending
     -- its card reports it at the next start (runs cut before this version were reported already).

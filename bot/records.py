@@ -66,6 +66,7 @@ class QueuedInstruction:
     profile: str = ""  # permission profile of an unattended run ("" asks the owner)
     budget_usd: float | None = None  # its spending cap (None: the default)
     origin: str = ""  # "", "schedule:<id>", "trigger:<delivery>"
+    project: str = ""  # the project a main-lane instruction runs in ("" the chat's)
 
 
 @dataclass(frozen=True, slots=True)

@@ -166,6 +166,8 @@ class SessionManager:
         current: Task | None = task
         while current is not None:
             async with self.slots.take(c.tag, lambda place: self._tell_place(c, place)):
+                if self.shutting_down:
+                    return  # never started: its taken queue row (no run) goes back in the queue at the next start
                 status, cost = await self.runner.run(c, current)
             if current.queue_id is not None:  # "failed" when a spending cap kept it from starting (owner told)
                 await s.state.mark_queued(current.queue_id, "failed" if status == "refused" else "done")

@@ -19,7 +19,7 @@ from bot.state_base import StateBase, check_value
 
 __all__ = ["RunsState", "insert_queued"]
 
-_QUEUE_COLS = "id, chat_id, text, source, status, created_at, attachments, branch, profile, budget_usd, origin"
+_QUEUE_COLS = "id, chat_id, text, source, status, created_at, attachments, branch, profile, budget_usd, origin, project"
 _RUN_COLS = "id, chat_id, instruction, session_id, project, status, started_at, finished_at, branch, cost_usd"
 
 
@@ -30,7 +30,7 @@ def _run(row: Sequence[Any]) -> Run:
 def _queued(row: Sequence[Any]) -> QueuedInstruction:
     paths = json.loads(row[6] or "[]")
     images = tuple(str(p) for p in paths) if isinstance(paths, list) else ()
-    return QueuedInstruction(row[0], row[1], row[2], row[3], row[4], row[5], images, *row[7:11])
+    return QueuedInstruction(row[0], row[1], row[2], row[3], row[4], row[5], images, *row[7:12])
 
 
 async def insert_queued(
@@ -45,13 +45,27 @@ async def insert_queued(
     profile: str = "",
     budget_usd: float | None = None,
     origin: str = "",
+    project: str = "",
 ) -> int:
     """The queue row of an instruction, inside a write transaction the caller holds (a schedule's fire and a
     trigger's delivery are recorded in the same transaction, so each is queued exactly once)."""
     cur = await conn.execute(
         "INSERT INTO queue(chat_id, text, source, created_at, updated_at, attachments, status, branch, profile,"
-        " budget_usd, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (chat_id, text, source, now, now, json.dumps(list(images)), status, branch, profile, budget_usd, origin),
+        " budget_usd, origin, project) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            chat_id,
+            text,
+            source,
+            now,
+            now,
+            json.dumps(list(images)),
+            status,
+            branch,
+            profile,
+            budget_usd,
+            origin,
+            project,
+        ),
     )
     return int(cur.lastrowid or 0)
 

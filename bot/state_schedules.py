@@ -144,6 +144,7 @@ class SchedulesState(StateBase):
                 profile=s.profile,
                 budget_usd=s.budget_usd,
                 origin=s.origin,
+                project="" if s.branch else s.project,
             )
             await conn.execute(
                 "INSERT INTO schedule_fires(schedule_id, fire_at, queue_id, missed, created_at) VALUES (?, ?, ?, ?, ?)",
@@ -188,8 +189,10 @@ class SchedulesState(StateBase):
         branch: str,
         profile: str,
         budget_usd: float | None,
+        project: str = "",
     ) -> int | None:
-        """Queue a trigger's instruction; None when its delivery id was seen before (nothing is queued)."""
+        """Queue a trigger's instruction (in ``project`` by name, when not the chat's); None when its delivery id
+        was seen before (nothing is queued)."""
         now = self._clock()
         async with self._db.write() as conn:
             if delivery_id is not None:
@@ -208,6 +211,7 @@ class SchedulesState(StateBase):
                 profile=profile,
                 budget_usd=budget_usd,
                 origin=f"trigger:{delivery_id or ''}",
+                project=project,
             )
             if delivery_id is not None:
                 await conn.execute(

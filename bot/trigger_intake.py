@@ -48,10 +48,9 @@ class TriggerIntake:
         branch = ""
         if t.delivery_id is not None and await s.state.delivery_seen(t.delivery_id):
             return False  # a redelivery: not even its branch is made again (it may have been discarded since)
+        named = s.settings.project(t.project) if t.project else None
+        project = named or s.settings.default_project
         if t.branch:
-            project = s.settings.project(t.project) if t.project else s.settings.default_project
-            if project is None:
-                project = s.settings.default_project
             found = await self.sessions.router.ensure_branch(chat_id, t.branch, project)
             if isinstance(found, str):
                 raise ValueError(found)  # the endpoint answers 503; the sender may retry after a fix
@@ -64,6 +63,7 @@ class TriggerIntake:
             branch=branch,
             profile=s.settings.trigger_profile,
             budget_usd=None,
+            project="" if branch else project.name,
         )
         if queue_id is None:
             return False

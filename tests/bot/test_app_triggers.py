@@ -239,11 +239,6 @@ async def test_a_trigger_stored_before_the_bot_stopped_runs_once_at_the_next_sta
     assert asked(h, "run the linters") == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bot/sessions.py SessionManager._drain_lane starts a run when a slot frees during shutdown: the "
-    "trigger is then cut and reported as interrupted at the next start instead of running from the queue",
-)
 async def test_a_trigger_waiting_for_a_slot_when_the_bot_stops_runs_once_at_the_next_start(
     h: Harness, http: httpx.AsyncClient
 ) -> None:
@@ -269,12 +264,6 @@ async def test_a_trigger_waiting_for_a_slot_when_the_bot_stops_runs_once_at_the_
     assert asked(h, "run the linters") == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a trigger naming a project but no branch runs in the chat's current project: TriggerIntake.accept "
-    "uses Trigger.project only for a branch, and a queued instruction carries no project (bot/sessions.py, "
-    "LaneRouter.where uses the chat's project for the main lane)",
-)
 async def test_a_trigger_naming_another_project_runs_there(h: Harness, http: httpx.AsyncClient) -> None:
     h.claude.default = "Checked."
     app = await h.start()

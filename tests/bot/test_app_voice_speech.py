@@ -38,8 +38,13 @@ async def h(tmp_path: Path, telegram_double: TelegramDouble) -> AsyncIterator[Ha
 
 
 async def spoken(app: BotApp) -> None:
-    """Every voice note under way sent or dropped (bounded)."""
-    assert app.spoken is not None
+    """Every voice note under way sent or dropped (bounded): first the runs' workers finish (a voice note is
+    started after its text answer is out and recorded), then the notes."""
+    assert app.spoken is not None and app.sessions is not None
+    for _ in range(2400):  # bounded: 120 s
+        if app.sessions.idle:
+            break
+        await asyncio.sleep(0.05)
     await asyncio.wait_for(app.spoken.idle(), 120)
 
 
