@@ -42,7 +42,7 @@ from bot.speech import Speaker, speech_available
 from bot.speech_reply import SpokenReplies
 from bot.state import BotState
 from bot.trigger_intake import TriggerIntake
-from bot.triggers import TriggerServer
+from bot.trigger_server import TriggerServer
 from bot.voice import Transcriber
 from bot.voice_answers import VoiceAnswers
 from bot.voice_flow import VoiceFlow

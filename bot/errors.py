@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "BotError",
     "ChatBusyError",
+    "ConfigError",
     "InboxError",
     "LaneError",
     "SpeechError",
@@ -74,3 +75,11 @@ class LaneError(BotError):
         super().__init__(f"branch {branch}: {reason}")
         self.branch = branch
         self.reason = reason
+
+
+class ConfigError(BotError):
+    """A setting is missing or malformed; the message names the variable and says what to do."""
+
+    def __init__(self, variable: str, message: str) -> None:
+        super().__init__(f"{variable}: {message}")
+        self.variable = variable

@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, cast
+from typing import Literal, cast
 from urllib.parse import urlsplit
 
-from bot.errors import BotError
-from bot.profiles import check_profile
+from bot.errors import ConfigError
+from bot.settings_agents import budgets, count, first_user, trigger_settings
 from memory.errors import SettingsError
 from memory.settings import MemorySettings
 
@@ -74,14 +74,6 @@ _PROJECT_NAME = re.compile(r"^[\w.-]+$")
 # `name=path:private` in MACUPOS_PROJECTS: memory leaves the project alone (memory.privacy).
 PRIVATE_MARK = ":private"
 _DOTENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
-
-
-class ConfigError(BotError):
-    """A setting is missing or malformed; the message names the variable and says what to do."""
-
-    def __init__(self, variable: str, message: str) -> None:
-        super().__init__(f"{variable}: {message}")
-        self.variable = variable
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,22 +205,12 @@ class BotSettings:
                 "MACUPOS_APPROVAL_TIMEOUT_S", merged.get("MACUPOS_APPROVAL_TIMEOUT_S", ""), DEFAULT_APPROVAL_TIMEOUT_S
             ),
             rpa_trigger=" ".join(merged.get("MACUPOS_RPA_TRIGGER", "").split()) or DEFAULT_RPA_TRIGGER,
-            max_parallel=_count("MACUPOS_MAX_PARALLEL", merged.get("MACUPOS_MAX_PARALLEL", ""), DEFAULT_MAX_PARALLEL),
-            owner_id=_first_user(merged.get("MACUPOS_ALLOWED_USERS", "")),
-            **_trigger_settings(merged),
-            **_budgets(merged, projects),
+            max_parallel=count("MACUPOS_MAX_PARALLEL", merged.get("MACUPOS_MAX_PARALLEL", ""), DEFAULT_MAX_PARALLEL),
+            owner_id=first_user(merged.get("MACUPOS_ALLOWED_USERS", "")),
+            **trigger_settings(merged),
+            **budgets(merged, [p.name for p in projects]),
             env=MappingProxyType(merged),
         )
-
-
-def _count(variable: str, raw: str, default: int) -> int:
-    """A whole number from 1 to 64 ("" is the default)."""
-    raw = raw.strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or not 1 <= int(raw) <= 64:
-        raise ConfigError(variable, f"must be a whole number from 1 to 64, not {raw!r}")
-    return int(raw)
 
 
 def find_dotenv(env: Mapping[str, str], cwd: Path) -> Path | None:
@@ -290,70 +272,6 @@ def _read_dotenv(path: Path) -> dict[str, str]:
     except UnicodeDecodeError as exc:
         raise ConfigError("MACUPOS_ENV_FILE", f"{path} is not UTF-8 text") from exc
     return parse_dotenv(text)
-
-
-def _first_user(raw: str) -> int:
-    first = next((p.strip() for p in raw.replace(";", ",").split(",") if p.strip()), "")
-    return int(first) if first.isascii() and first.isdigit() else 0
-
-
-def _trigger_settings(env: Mapping[str, str]) -> dict[str, Any]:
-    """MACUPOS_TRIGGER_PORT (off when unset), _HOST, _SECRET (required with a port), _CHAT, _PROFILE."""
-    raw_port = env.get("MACUPOS_TRIGGER_PORT", "").strip()
-    profile = env.get("MACUPOS_TRIGGER_PROFILE", "").strip() or "edit"
-    try:
-        profile = check_profile(profile)
-    except ValueError as exc:
-        raise ConfigError("MACUPOS_TRIGGER_PROFILE", str(exc)) from exc
-    chat = env.get("MACUPOS_TRIGGER_CHAT", "").strip()
-    if chat and not chat.lstrip("-").isdigit():
-        raise ConfigError("MACUPOS_TRIGGER_CHAT", f"must be a numeric chat id, not {chat!r}")
-    out: dict[str, Any] = {"trigger_profile": profile, "trigger_chat": int(chat) if chat else 0}
-    if not raw_port:
-        return out
-    if not raw_port.isdigit() or not 1 <= int(raw_port) <= 65535:
-        raise ConfigError("MACUPOS_TRIGGER_PORT", f"must be a TCP port from 1 to 65535, not {raw_port!r}")
-    secret = env.get("MACUPOS_TRIGGER_SECRET", "")
-    if len(secret) < 16:
-        raise ConfigError(
-            "MACUPOS_TRIGGER_SECRET",
-            "must be set, at least 16 characters, when MACUPOS_TRIGGER_PORT is (make one: openssl rand -hex 32)",
-        )
-    host = env.get("MACUPOS_TRIGGER_HOST", "").strip() or "127.0.0.1"
-    return {**out, "trigger_port": int(raw_port), "trigger_secret": secret, "trigger_host": host}
-
-
-def _budgets(env: Mapping[str, str], projects: tuple[Project, ...]) -> dict[str, Any]:
-    """MACUPOS_RUN_BUDGET_USD, MACUPOS_DAILY_BUDGET_USD and MACUPOS_PROJECT_BUDGETS (``billing=5,other=2.5``)."""
-    caps: dict[str, float] = {}
-    variable = "MACUPOS_PROJECT_BUDGETS"
-    for item in (p.strip() for p in env.get(variable, "").split(",")):
-        if not item:
-            continue
-        name, sep, amount = (x.strip() for x in item.partition("="))
-        project = next((p for p in projects if p.name.casefold() == name.casefold()), None)
-        if not sep or not name:
-            raise ConfigError(variable, f"{item!r} is not a project=USD pair (e.g. billing=5,other=2.5)")
-        if project is None:
-            raise ConfigError(variable, f"{name!r} is not a project of MACUPOS_PROJECTS")
-        caps[project.name] = _dollars(variable, amount, f"{name}=")
-    run, day = (env.get(v, "").strip() for v in ("MACUPOS_RUN_BUDGET_USD", "MACUPOS_DAILY_BUDGET_USD"))
-    return {
-        "run_budget_usd": _dollars("MACUPOS_RUN_BUDGET_USD", run) if run else None,
-        "daily_budget_usd": _dollars("MACUPOS_DAILY_BUDGET_USD", day) if day else None,
-        "project_budgets": MappingProxyType(caps),
-    }
-
-
-def _dollars(variable: str, raw: str, what: str = "") -> float:
-    """A positive amount of US dollars (``what`` names the item of a list in the message)."""
-    try:
-        value = float(raw.strip().removeprefix("$"))
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise ConfigError(variable, f"{what}{raw.strip()!r} must be a positive amount of US dollars, such as 5 or 2.50")
-    return value
 
 
 def _user_ids(raw: str) -> frozenset[int]:
