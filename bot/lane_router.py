@@ -31,7 +31,7 @@ from bot.records import Branch
 from bot.services import Services
 from bot.settings import Project
 from relay.errors import RelayError
-from relay.worktrees import current_branch, ensure_worktree, valid_branch_name, worktree_path
+from relay.worktrees import current_branch, ensure_worktree, prepare_spare, valid_branch_name, worktree_path
 
 __all__ = ["FOLLOW_UP_WINDOW_S", "LaneRouter", "Routed", "Where", "git_call"]
 
@@ -67,6 +67,7 @@ class Where:
 class LaneRouter:
     def __init__(self, services: Services) -> None:
         self.services = services
+        self._spares: set[asyncio.Task[None]] = set()
 
     async def route(
         self,
@@ -187,4 +188,22 @@ class LaneRouter:
         if found is None:
             raise LaneError(branch, f"its project {known.project!r} is no longer in MACUPOS_PROJECTS")
         tree = await git_call(self.services, ensure_worktree, found.path, branch, known.base)
+        if tree.created:  # the next new branch of this project takes a spare checked out meanwhile
+            self._spare(found.path, known.base)
         return Where(found, tree.path, known.session_id, known.base)
+
+    def _spare(self, repo: Path, base: str) -> None:
+        async def make() -> None:
+            try:
+                await git_call(self.services, prepare_spare, repo, base)
+            except RelayError as exc:  # only a speed-up: a branch without a spare is checked out as before
+                logger.info("no spare worktree for %s: %s", repo, exc)
+
+        task = asyncio.create_task(make(), name=f"spare-{repo.name}")
+        self._spares.add(task)
+        task.add_done_callback(self._spares.discard)
+
+    async def settle(self, timeout_s: float = 30.0) -> None:
+        """Let spare checkouts under way finish (bounded), before the bot closes."""
+        if self._spares:
+            await asyncio.wait(set(self._spares), timeout=timeout_s)

@@ -242,3 +242,4 @@ class SessionManager:
                 with contextlib.suppress(asyncio.CancelledError):
                     await c.closing
             await self.close_live(c)
+        await self.router.settle()

@@ -38,6 +38,7 @@ from relay.worktrees.tree import (
     discard,
     ensure_worktree,
     list_worktrees,
+    prepare_spare,
     valid_branch_name,
     worktree_path,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "list_worktrees",
     "merge",
     "patch",
+    "prepare_spare",
     "push",
     "remote_of",
     "resolve_instruction",

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from relay.worktrees.git import PARALLEL, Git, WorktreeError, ref
+from relay.worktrees.spare import SPARE, make_spare, take_spare
 
 __all__ = [
     "MAX_BRANCH_LEN",
@@ -31,11 +32,13 @@ __all__ = [
     "check_name",
     "current_branch",
     "discard",
+    "ensure_ignored",
     "ensure_worktree",
     "has_branch",
     "list_worktrees",
     "main_branch",
     "porcelain_status",
+    "prepare_spare",
     "probe_worktree",
     "valid_branch_name",
     "worktree_path",
@@ -132,7 +135,8 @@ def porcelain_status(git: Git, cwd: Path, *flags: str) -> list[tuple[str, str]]:
     return found
 
 
-def _ensure_ignored(repo: Path) -> None:
+def ensure_ignored(repo: Path) -> None:
+    """``<repo>/.macupos/.gitignore`` holding ``*`` (an existing one is left as it is)."""
     folder = repo / WORKTREES.parts[0]
     folder.mkdir(exist_ok=True)
     try:
@@ -155,7 +159,7 @@ def ensure_worktree(repo: Path, branch: str, base: str | None = None, *, env: Ma
         if probe.head not in (ref(branch), "HEAD"):
             other = probe.head.removeprefix("refs/heads/")
             raise WorktreeError(f"{path} has {other} checked out, not {branch}", branch=branch)
-        _ensure_ignored(repo)
+        ensure_ignored(repo)
         return Worktree(repo, branch, path, base or current_branch(repo, env=env), created=False)
     main = main_branch(git, repo)
     base = base or main
@@ -165,7 +169,7 @@ def ensure_worktree(repo: Path, branch: str, base: str | None = None, *, env: Ma
         raise WorktreeError(f"{branch} is the main checkout's own branch; a session needs a branch of its own")
     if path.is_dir() and any(path.iterdir()):
         raise WorktreeError(f"{path} exists and is not {branch}'s worktree; move it away first", branch=branch)
-    _ensure_ignored(repo)
+    ensure_ignored(repo)
     git(repo, "worktree", "prune")  # forgets worktrees whose folder was deleted by hand
     if has_branch(git, repo, branch):
         git(repo, "worktree", "add", "--quiet", str(path), branch, branch=branch, config=PARALLEL)
@@ -175,9 +179,23 @@ def ensure_worktree(repo: Path, branch: str, base: str | None = None, *, env: Ma
         if not git(repo, "for-each-ref", "--count=1", "refs/heads/").out.strip():
             raise WorktreeError(f"{repo} has no commits yet: make a first commit to branch from", branch=branch)
         raise WorktreeError(f"there is no branch {base} to start {branch} from", branch=branch)
+    if take_spare(
+        repo, repo / WORKTREES / SPARE, path, branch, start.out.strip(), env=env
+    ):  # checked out ahead of time: a rename, no checkout
+        return Worktree(repo, branch, path, base, created=True)
     add = ("worktree", "add", "--quiet", "-b", branch, str(path), start.out.strip())
     git(repo, *add, branch=branch, config=PARALLEL)
     return Worktree(repo, branch, path, base, created=True)
+
+
+def prepare_spare(repo: Path, base: str, *, env: Mapping[str, str]) -> bool:
+    """Check out a spare worktree at ``base``'s HEAD ahead of time, so the next new branch takes it at the cost of a
+    rename (relay.worktrees.spare); False when it cannot be made."""
+    start = Git(env)(repo, "rev-parse", "--verify", "--quiet", f"{ref(base)}^{{commit}}", ok=(0, 1))
+    if start.rc != 0:
+        return False
+    ensure_ignored(repo)
+    return make_spare(repo, repo / WORKTREES / SPARE, start.out.strip(), env=env)
 
 
 def discard(repo: Path, branch: str, *, env: Mapping[str, str]) -> None:
@@ -210,7 +228,8 @@ def list_worktrees(repo: Path, *, env: Mapping[str, str]) -> list[WorktreeInfo]:
             key, _, value = field.partition(" ")
             fields[key] = value
             continue
-        if "worktree" in fields and root in Path(fields["worktree"]).resolve().parents:
+        top = Path(fields.get("worktree", "/"))
+        if "worktree" in fields and root in top.resolve().parents and top.name != SPARE:
             branch = fields["branch"].removeprefix("refs/heads/") if "branch" in fields else None
             found.append(WorktreeInfo(Path(fields["worktree"]), branch, fields.get("HEAD", ""), "prunable" in fields))
         fields = {}

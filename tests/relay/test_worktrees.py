@@ -335,3 +335,27 @@ def test_push_and_remote_of(repo: Path, tmp_path: Path, env: dict[str, str]) -> 
     with pytest.raises(WorktreeError, match=r"push of main to up failed.*rejected"):
         wt.push(repo, "main", env=env)
     assert head(remote, "main") == new
+
+
+def test_a_new_branch_takes_the_spare_checked_out_ahead_and_no_listing_shows_it(
+    repo: Path, env: dict[str, str]
+) -> None:
+    spare = repo / ".macupos" / "worktrees" / ".spare"
+    assert wt.prepare_spare(repo, "main", env=env)
+    assert (spare / "README.md").read_text() == "one\ntwo\nthree\n" and head(spare) == head(repo)
+    assert [w.path.name for w in wt.list_worktrees(repo, env=env)] == []  # the spare is no branch's
+    assert status(repo) == ""
+    # The base moves on after the spare was made: the branch still starts at the base's HEAD of now.
+    commit_file(repo, "later.py", "x = 1\n", "base moved")
+    tree = wt.ensure_worktree(repo, "fix-a", env=env)
+    assert tree.created and not spare.exists()
+    assert head(tree.path) == head(repo) and (tree.path / "later.py").read_text() == "x = 1\n"
+    assert git(tree.path, "rev-parse", "--abbrev-ref", "HEAD").strip() == "fix-a"
+    assert status(tree.path) == "" and status(repo) == ""
+    # Without a spare the branch is checked out as before; a spare someone changed is not taken.
+    assert wt.ensure_worktree(repo, "fix-b", env=env).created
+    assert wt.prepare_spare(repo, "main", env=env)
+    (spare / "README.md").write_text("changed\n", encoding="utf-8")
+    tree_c = wt.ensure_worktree(repo, "fix-c", env=env)
+    assert (tree_c.path / "README.md").read_text() == "one\ntwo\nthree\n" and spare.exists()
+    assert sorted(w.branch or "" for w in wt.list_worktrees(repo, env=env)) == ["fix-a", "fix-b", "fix-c"]
