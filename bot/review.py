@@ -11,6 +11,7 @@ import logging
 
 from telegram.error import TelegramError
 
+from bot.lanes import LANE, branch_label
 from bot.progress import escape
 from bot.records import Callback, ReviewState
 from bot.services import Services
@@ -70,7 +71,9 @@ class Reviews:
             return None
         buttons = await self._buttons(chat_id, user_id, session_id)
         try:
-            message = await s.sender.send(chat_id, handoff_card(handoff), buttons=buttons)
+            tag = LANE.get()  # a branch session's handoff says whose it is
+            label = escape(branch_label(tag.branch)) if tag is not None and tag.chat_id == chat_id else ""
+            message = await s.sender.send(chat_id, label + handoff_card(handoff), buttons=buttons)
         except TelegramError as exc:
             logger.warning("could not post the handoff of %s: %s", session_id, exc)
             return None

@@ -98,6 +98,7 @@ async def test_a_reply_continues_its_lane_and_a_terse_follow_up_goes_to_the_last
     await h.start()
     h.tg.push_message(OWNER, OWNER, "@fix-a look at the login")
     answer = await h.wait_message(lambda m: "answer to: look at the login" in str(m.get("text", "")))
+    await h.wait_text(lambda t: t.startswith("🌿 fix-a · 📒"))  # its handoff's review card says whose it is
     h.tg.push_message(OWNER, OWNER, "a longer instruction for the main checkout that is not terse at all, surely")
     await h.wait_text(lambda t: "Main checkout (start with @fix-a" in t)
     await h.wait_text(lambda t: "not terse at all, surely" in t and "answer to" in t)
