@@ -379,10 +379,11 @@ async def test_a_failing_store_is_503_and_logged(http: httpx.AsyncClient) -> Non
     records: list[logging.LogRecord] = []
     catcher = logging.Handler(logging.INFO)
     catcher.emit = records.append  # type: ignore[method-assign]
-    saved = own.level, own.disabled
+    saved = own.level, own.disabled, logging.root.manager.disable
     own.addHandler(catcher)
     own.setLevel(logging.INFO)
     own.disabled = False
+    logging.disable(logging.NOTSET)  # an earlier test's caplog may have left logging.disable() raised
     try:
         async with TriggerServer(secret=SECRET, accept=broken) as server:
             response = await post(http, server, "/trigger", {"text": "go"}, delivery="d-503")
@@ -390,6 +391,7 @@ async def test_a_failing_store_is_503_and_logged(http: httpx.AsyncClient) -> Non
         own.removeHandler(catcher)
         own.setLevel(saved[0])
         own.disabled = saved[1]
+        logging.disable(saved[2])
     assert response.status_code == 503 and "retry" in response.json()["error"]
     failure = [r for r in records if r.exc_info]
     assert len(failure) == 1 and "d-503" in failure[0].getMessage()
