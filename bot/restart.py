@@ -65,6 +65,8 @@ class Restart:
         # buttons need not linger.
         await s.state.prune_updates()
         await s.state.prune_callbacks()
+        await s.state.prune_lane_messages()  # a reply to a message over 30 days old goes by the other rules
+        await s.state.prune_deliveries()  # GitHub redelivers for days, not months
 
     def _owner(self, chat_id: int) -> int:
         """Who acts for a chat: the user of a private chat, else the first allowed user."""
