@@ -51,6 +51,7 @@ from memory.factory import Facts, open_facts, open_memory
 from memory.facts.api import FactsApi
 from memory.facts.gitsync import GitSync
 from memory.redact import Redactor
+from relay.claude_options import cli_wrapper
 from relay.codex import CodexEngine
 from relay.ledger import Ledger
 from relay.settings import RelaySettings
@@ -113,6 +114,8 @@ class BotApp:
         """Open the state, memory, facts and Codex; wire the parts."""
         s = self.settings
         s.home.mkdir(parents=True, exist_ok=True)
+        # Before any session: parallel sessions then only read it (see relay.claude_options.cli_wrapper).
+        await asyncio.to_thread(cli_wrapper, self.relay.home, self.relay.env)
         state = await BotState.open(s.db_path, redactor=Redactor(s.memory.own_secrets))
         try:
             # The local database, or a memory service's client (which keeps the cost ledger locally).

@@ -19,7 +19,7 @@ from claude_agent_sdk import ClaudeAgentOptions, PermissionResult, ToolPermissio
 from memory.fsutil import write_atomic
 from relay.settings import RelaySettings
 
-__all__ = ["MEMORY_TOOLS", "RELAY_TOOLS", "TAG_ENV", "CanUseTool", "claude_cli_path", "claude_options"]
+__all__ = ["MEMORY_TOOLS", "RELAY_TOOLS", "TAG_ENV", "CanUseTool", "claude_cli_path", "claude_options", "cli_wrapper"]
 
 # The SDK's permission callback; callers give the relay an ``approvals.ApprovalHandler`` instead.
 CanUseTool = Callable[[str, dict[str, Any], ToolPermissionContext], Awaitable[PermissionResult]]
@@ -66,7 +66,7 @@ async def claude_options(
         mcp_servers=servers,
         can_use_tool=can_use_tool,
         setting_sources=cast(Any, list(s.setting_sources)) if s.setting_sources is not None else None,
-        cli_path=await asyncio.to_thread(_cli_wrapper, s.home, s.env),
+        cli_path=await asyncio.to_thread(cli_wrapper, s.home, s.env),
         stderr=stderr,
     )
 
@@ -77,8 +77,12 @@ def claude_cli_path(env: Mapping[str, str]) -> Path:
     return Path(configured).expanduser() if configured else Path(sdk.__file__).parent / "_bundled" / "claude"
 
 
-def _cli_wrapper(home: Path, env: Mapping[str, str]) -> Path | None:
-    """A tiny launcher that puts the CLI in its own session (setsid) so its process group can be killed."""
+def cli_wrapper(home: Path, env: Mapping[str, str]) -> Path | None:
+    """A tiny launcher that puts the CLI in its own session (setsid) so its process group can be killed.
+
+    Written only when missing or changed. A process running sessions side by side writes it once before the
+    first starts (bot.app): a CLI forked by one session while another session's write had the file open would
+    hold it open for writing, and the other's exec of it would fail with "Text file busy"."""
     real = str(claude_cli_path(env))
     if not Path(real).is_file():
         return None  # let the SDK find a CLI; the tag sweep still reaps its processes
