@@ -132,7 +132,10 @@ class TriggerServer:
 
 
 def _bind(host: str, port: int) -> socket.socket:
-    """The listening socket, made TCP explicitly so asyncio sets TCP_NODELAY on its connections."""
+    """The listening socket, made TCP explicitly so asyncio sets TCP_NODELAY on its connections.
+
+    Not service.server.bind: that one is inheritable (for the service's workers), and the bot's children are
+    Claude Code CLIs, which must not hold the trigger port open after the bot stops."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
