@@ -68,11 +68,12 @@ class TriggerIntake:
         if queue_id is None:
             return False
         where = f" in @{branch}" if branch else ""
+        came = f"GitHub {t.event}" if t.origin == "github" else "a signed call"
         try:
             async with asyncio.timeout(self.announce_timeout_s):
                 await s.sender.send(
                     chat_id,
-                    f"⚡ Triggered ({t.origin} {t.event}){where}, profile {s.settings.trigger_profile}: {t.text[:500]}",
+                    f"⚡ Triggered ({came}){where}, profile {s.settings.trigger_profile}: {t.text[:500]}",
                     html_text=False,
                 )
         except (TelegramError, TimeoutError) as exc:

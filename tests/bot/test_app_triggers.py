@@ -150,7 +150,7 @@ async def test_a_failed_ci_run_is_fixed_in_its_branch_under_the_edit_profile(
     response = await post(h, http, "/github", delivery, delivery="gh-1", event="workflow_run")
     assert response.status_code == 202, response.text
     line = await h.wait_text(lambda t: t.startswith("⚡ Triggered"))
-    assert "(github workflow_run) in @fix-ci, profile edit" in line and "CI failed on fix-ci:" in line
+    assert "(GitHub workflow_run) in @fix-ci, profile edit" in line and "CI failed on fix-ci:" in line
     await h.wait_text(lambda t: "Fixed the failing test." in t)
     body = h.claude.bodies[0]
     assert cwd_of(body) == str(worktree(h, "fix-ci"))
@@ -197,7 +197,7 @@ async def test_macupos_trigger_hands_the_running_bot_an_instruction(h: Harness) 
     delivery_id = out.decode().strip()
     assert len(delivery_id) == 36  # the uuid it sent, printed once the bot stored it
     line = await h.wait_text(lambda t: t.startswith("⚡ Triggered"))
-    assert "(trigger trigger)" in line and "deploy the docs" in line
+    assert "(a signed call)" in line and "deploy the docs" in line
     await h.wait_text(lambda t: "Deployed the docs." in t)
     await settle(h, app)
     assert h.claude.arrivals == 1
