@@ -1,7 +1,7 @@
 """A synthetic handoff corpus for the latency benchmark: Zipfian keywords and projects over two years.
 
-Built straight into a real SQLite file with executemany (the index layout of memory.index, terms from
-memory.tokenize), so a 100k corpus takes seconds, not the minutes one index_handoff call per row would.
+Built straight into a real SQLite file with executemany (the index layout of memory.index.postings, terms from
+memory.index.tokenize), so a 100k corpus takes seconds, not the minutes one index_handoff call per row would.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memory.index import FIELD_DOC, handoff_terms
+from memory.index.postings import FIELD_DOC, handoff_terms
 
 __all__ = ["Corpus", "SynthHandoff", "build", "generate"]
 
@@ -126,7 +126,7 @@ def build(corpus: Corpus, path: Path) -> None:
             "INSERT INTO content(rowid, session_id, kind, parent_id, body) VALUES(?, ?, 'main', '', ?)", rows
         )
         con.executemany("INSERT INTO content_rows(session_id, row) VALUES(?, ?)", ((sid, r) for r, sid, _ in rows))
-        # A synthetic body has no turn headings: one window each, as memory.index.chunk_spans cuts it.
+        # A synthetic body has no turn headings: one window each, as memory.index.postings.chunk_spans cuts it.
         # Each window carries its content row and its posted handoff's date and duration, as index_content does.
         con.executemany(
             "INSERT INTO chunks(id, session_id, handoff_id, start, stop, row, ts, dur) VALUES(?, ?, ?, 0, ?, ?, ?, ?)",

@@ -55,7 +55,7 @@ t = time.perf_counter()
 out = ""
 if spec.get("batch_files"):
     from pathlib import Path
-    from memory.api import Eywa
+    from memory.facade import Eywa
     from memory.settings import MemorySettings
     async def run():
         import os

@@ -1,4 +1,4 @@
-"""Query and write latency of memory.retrieval at 1k / 10k / 100k synthetic handoffs, against a naive scan.
+"""Query and write latency of memory.index.retrieval at 1k / 10k / 100k synthetic handoffs, against a naive scan.
 
 The naive baseline is what the reference eywa-mcp does with its JSON index: for every query token,
 scan every indexed project and keyword for a substring match, then score every matched handoff.
@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from bench._synthetic import Corpus, build, generate
-from memory import index
-from memory.db import Database
-from memory.retrieval import retrieve
+from memory.index import postings as index
+from memory.index.retrieval import retrieve
+from memory.storage.database import Database
 
 _NAIVE_STOP = frozenset("the a an and or of to in on for with is are was what how why when where this that".split())
 

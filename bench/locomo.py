@@ -20,7 +20,7 @@ usual session-level measure; with it the FTS5 baseline gives the ≈ 0.57 / 0.87
 
 `--loo`: for each conversation, the grid point with the best R@1 + R@5 on the *other* conversations is
 scored on it; the held-out figures, pooled, estimate what the chosen defaults do on unseen conversations.
-(The window size, memory.index.TURNS_PER_CHUNK, is fixed at ingest and not part of this grid.)
+(The window size, memory.index.postings.TURNS_PER_CHUNK, is fixed at ingest and not part of this grid.)
 """
 
 from __future__ import annotations
@@ -131,8 +131,8 @@ def bm25_baseline(sample: dict[str, Any]) -> list[list[float]]:
 
 async def ours(sample: dict[str, Any], home: Path, settings: list[dict[str, Any]]) -> list[list[list[float]]]:
     """Recall rows of every question, for each of ``settings`` (keyword arguments of retrieve())."""
-    from memory.db import Database
-    from memory.retrieval import retrieve
+    from memory.index.retrieval import retrieve
+    from memory.storage.database import Database
 
     as_of = sessions_of(sample["conversation"])[-1][1] + timedelta(hours=1)
     db = await Database.open(home / "memory.db")

@@ -1,4 +1,4 @@
-"""What the redacting log filter (memory.log_redact) adds to a log record, side by side with the same handler
+"""What the redacting log filter (memory.redact.logs) adds to a log record, side by side with the same handler
 without it: records like the bot's at -vv (Bot API calls, SQLite steps, a warning with a traceback).
 
 Run: .venv/bin/python -m bench.log_redact_speed [--records N] [--repeat N]
@@ -11,7 +11,7 @@ import io
 import logging
 import time
 
-from memory.log_redact import RedactingFilter
+from memory.redact.logs import RedactingFilter
 
 TOKEN = "7412365890:AAHf3kQ9zX_ab-CDefGhIjKlMnOpQrStUvW"  # made up, of the real shape
 _ARGS: list[tuple[str, tuple[object, ...]]] = [

@@ -40,7 +40,7 @@ import psycopg
 from bench._synthetic import build, generate
 from bench.latency import query_mix
 from bench.service_latency import _cpu_s, _ms, remote_latency, serving, uploads
-from memory.db import Database
+from memory.storage.database import Database
 from service.keys import SqliteKeyStore
 from service.pg.keys import PgKeyStore
 from service.pg.link import PgLink

@@ -1,4 +1,4 @@
-"""Throughput of memory.redact.Redactor on typical transcript text (the test fixtures, line by line).
+"""Throughput of memory.redact.redactor.Redactor on typical transcript text (the test fixtures, line by line).
 
 Run: .venv/bin/python -m bench.redact_speed [--repeat N] [--root DIR]
 """
@@ -9,7 +9,7 @@ import argparse
 import time
 from pathlib import Path
 
-from memory.redact import Redactor
+from memory.redact.redactor import Redactor
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "transcripts"
 

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from memory.api import Eywa
+from memory.facade import Eywa
 from memory.settings import MemorySettings
 from relay.codex import CodexEngine
 from relay.events import RelayEvent, StageEnd

@@ -1,4 +1,4 @@
-"""Detail recall (`memory.retrieval.search_content`, behind `Eywa.search`, `macupos memory search`,
+"""Detail recall (`memory.index.retrieval.search_content`, behind `Eywa.search`, `macupos memory search`,
 `/v1/search`, `eywa_search` and `/recall`) over a tenant holding 10 MB sessions, beside the query it replaced.
 
 The tenant is ingested through the public path (`Eywa.ingest`, no LLM) from generated Claude Code transcripts:
@@ -40,11 +40,11 @@ from typing import Any
 import aiosqlite
 
 from bench.synth_transcript import write_transcript
-from memory.api import Eywa
-from memory.content_term import fts_quote
-from memory.retrieval import ContentHit, search_content
+from memory.facade import Eywa
+from memory.index.content_term import fts_quote
+from memory.index.retrieval import ContentHit, search_content
+from memory.index.snippets import SNIPPET_TEXT_MAX
 from memory.settings import MemorySettings
-from memory.snippet import SNIPPET_TEXT_MAX
 
 QUERIES = (
     "timeout schema",  # the query of the report
@@ -69,7 +69,7 @@ def _settings(home: Path) -> MemorySettings:
 
 
 async def baseline_search(conn: aiosqlite.Connection, query: str, limit: int = 10) -> list[ContentHit]:
-    """memory.retrieval.search_content before memory/snippet.py: snippet() over every hit's whole text."""
+    """memory.index.retrieval.search_content before memory/index/snippets.py: snippet() over every hit's whole text."""
     tokens = list(dict.fromkeys(w.lower() for w in re.findall(r"[^\W_]+", query)))[:32]
     if not tokens or limit <= 0:
         return []

@@ -1,4 +1,4 @@
-"""How much of the credential corpus memory.redact catches, and how much ordinary text it leaves alone.
+"""How much of the credential corpus memory.redact.redactor catches, and how much ordinary text it leaves alone.
 
 The corpus: every kind in tests/fixtures/secrets/kinds.toml, each sample generated from the kind's format
 with a seeded random source and set into contexts (prose, code, JSON, shell, logs; each once more as it
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memory.redact import Redactor
+from memory.redact.redactor import Redactor
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "secrets"
 WINDOW = 8  # a surviving run of this many characters of a secret counts as a leak

@@ -39,9 +39,9 @@ import httpx
 from bench._synthetic import build, generate
 from bench.latency import pct, query_mix
 from bench.synth_transcript import write_transcript
-from memory.api import Eywa
-from memory.db import Database
+from memory.facade import Eywa
 from memory.settings import MemorySettings
+from memory.storage.database import Database
 from service.keys import SqliteKeyStore
 
 MACUPOS = Path(sys.executable).parent / "macupos"

@@ -1,7 +1,7 @@
 """Voice latency with the real models: note → echo for ~5, ~10 and ~30 s notes, and answer → spoken note.
 
 Notes are spoken by espeak-ng and encoded like Telegram voice notes (48 kHz mono Opus in OGG). Figures per
-length: ``transcribe`` (bot.voice.Transcriber on the bytes, with its default settings, priming and snapping
+length: ``transcribe`` (bot.voice.transcribe.Transcriber on the bytes, with its default settings, priming and snapping
 as the bot does them) and ``echo`` (the whole path the bot takes through the Bot API double under
 python-telegram-bot: getFile, download, transcribe, sendMessage "🎙 …"); ``cpu`` is the CPU time (user +
 system, every thread of the process) one transcription takes: wall times move with whatever else runs on
@@ -39,8 +39,8 @@ from typing import Any
 
 from telegram import Bot
 
-from bot.speech import Speaker, speech_available, spoken_summary
-from bot.voice import Transcriber
+from bot.voice.speak import Speaker, speech_available, spoken_summary
+from bot.voice.transcribe import Transcriber
 from tests.doubles.telegram import TelegramDouble
 
 # Distinct sentences: repeated text compresses too well and trips Whisper's hallucination guard

@@ -2,18 +2,18 @@
 
 The sentences are bench/data/coding_speech.txt (≥ 40 instructions: branch, rebase, push, pytest, file and
 function names, project names, memory keywords). Each is spoken at run time by three voices, never stored:
-the Piper ``en_US-joe-medium`` voice (bot.speech, the ``speech`` extra) and espeak-ng at 150 and 210 words
-a minute; every clip is encoded like a Telegram voice note (OGG/Opus, 48 kHz mono) by bot.speech.
+the Piper ``en_US-joe-medium`` voice (bot.voice.speak, the ``speech`` extra) and espeak-ng at 150 and 210 words
+a minute; every clip is encoded like a Telegram voice note (OGG/Opus, 48 kHz mono) by bot.voice.speak.
 
 For each setting (model × priming × beam × temperature) and each voice it reports:
   * WER: word edits / reference words over the whole set, after a light normalisation (lower case,
     punctuation dropped, "x.py" read as "x dot py", numbers up to 99 as words);
   * decisive: the share of sentences whose decisive words (push, branch, a project name…) were all heard;
   * p50 seconds per clip (a relative figure: other work may share the machine).
-Priming: "off" (no prompt), "owner" (HOTWORDS, as bot.voice_flow builds them: project names, then memory
-keywords), "coding" (those and bot.voice.CODING_TERMS, the Transcriber's default glossary).
+Priming: "off" (no prompt), "owner" (HOTWORDS, as bot.voice.flow builds them: project names, then memory
+keywords), "coding" (those and bot.voice.transcribe.CODING_TERMS, the Transcriber's default glossary).
 
-Snapping (bot.voice_snap): with priming, each transcript is also snapped to the command verbs and the
+Snapping (bot.voice.snap): with priming, each transcript is also snapped to the command verbs and the
 owner's names (HOTWORDS), as the bot does. One transcription gives every candidate's score, so each margin of
 ``--snap`` is evaluated on the same transcripts: "snap" rows give WER, decisive, how many sentences snapping
 changed, and ``over``: replacements by a word the reference does not have (over-corrections). The near
@@ -47,9 +47,9 @@ from typing import Any
 
 import numpy as np
 
-from bot.speech import Speaker, encode_ogg_opus
-from bot.voice import CODING_TERMS, Transcriber, Transcript
-from bot.voice_snap import choose
+from bot.voice.snap import choose
+from bot.voice.speak import Speaker, encode_ogg_opus
+from bot.voice.transcribe import CODING_TERMS, Transcriber, Transcript
 
 DATA = Path(__file__).parent / "data" / "coding_speech.txt"
 NEAR_MISSES = Path(__file__).parent / "data" / "coding_speech_near_misses.txt"
@@ -94,7 +94,7 @@ class Sentence:
 
 
 _CLIP_VERSION = 2  # bump when the voices or their encoding change: cached clips are then made anew
-PRIMING = ("off", "owner", "coding")  # nothing; the owner's hotwords; those and bot.voice.CODING_TERMS
+PRIMING = ("off", "owner", "coding")  # nothing; the owner's hotwords; those and bot.voice.transcribe.CODING_TERMS
 
 
 @dataclass(frozen=True, slots=True)

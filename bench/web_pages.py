@@ -36,10 +36,10 @@ from urllib.parse import quote
 import httpx
 
 from bench._synthetic import build, generate
-from memory.api import Eywa
-from memory.db import Database
+from memory.facade import Eywa
 from memory.facts.api import FactsApi
 from memory.settings import MemorySettings
+from memory.storage.database import Database
 
 MACUPOS = Path(sys.executable).parent / "macupos"
 BIG = "bench-big-session"

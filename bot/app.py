@@ -38,18 +38,16 @@ from bot.services import Services, Tuning
 from bot.session_list import SessionList
 from bot.sessions import SessionManager
 from bot.settings import BotSettings
-from bot.speech import Speaker, speech_available
-from bot.speech_reply import SpokenReplies
 from bot.state import BotState
 from bot.trigger_intake import TriggerIntake
 from bot.trigger_server import TriggerServer
-from bot.voice import Transcriber
-from bot.voice_answers import VoiceAnswers
-from bot.voice_flow import VoiceFlow
-from memory.errors import MemoryStoreError
-from memory.factory import Facts, open_facts, open_memory
-from memory.facts.api import FactsApi
-from memory.facts.gitsync import GitSync
+from bot.voice.answers import VoiceAnswers
+from bot.voice.flow import VoiceFlow
+from bot.voice.speak import Speaker, speech_available
+from bot.voice.spoken_replies import SpokenReplies
+from bot.voice.transcribe import Transcriber
+from memory import Facts, MemoryStoreError, open_facts, open_memory
+from memory.facts import FactsApi, GitSync
 from memory.redact import Redactor
 from relay.claude_options import cli_wrapper
 from relay.codex import CodexEngine
@@ -329,7 +327,7 @@ class BotApp:
         raise ApplicationHandlerStop
 
     async def press(self, token: str, user_id: int, message_id: int | None) -> str | None:
-        """A button, tapped or answered by voice (bot.voice_answers): bot.dispatch.Dispatch.press."""
+        """A button, tapped or answered by voice (bot.voice.answers): bot.dispatch.Dispatch.press."""
         return await self.dispatch.press(token, user_id, message_id)
 
 

@@ -13,11 +13,9 @@ import click
 
 from bot.doctor import doctor_command
 from bot.trigger_cli import trigger_command
-from memory.cli import memory_group
-from memory.clitypes import HOME_KEY, SETTINGS_ERROR_KEY, StorageFaultExit
-from memory.errors import MemoryStoreError, SettingsError, StorageError
-from memory.log_redact import RedactingFilter, install
-from memory.settings import MemorySettings, config_path, home_from_env
+from memory import MemorySettings, MemoryStoreError, SettingsError, StorageError, config_path, home_from_env
+from memory.cli import HOME_KEY, SETTINGS_ERROR_KEY, StorageFaultExit, memory_group
+from memory.redact import RedactingFilter, install
 from relay.cli import SETTINGS_KEY, relay_group
 from relay.settings import RelaySettings, read_config_toml
 from service.cli import serve_group

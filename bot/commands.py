@@ -22,10 +22,10 @@ from bot.schedule_commands import ScheduleCommands
 from bot.services import Services
 from bot.session_list import SessionList
 from bot.sessions import SessionManager
-from bot.speech_reply import SpokenReplies
 from bot.spend_caps import cost_lines
 from bot.telegram_format import brief
-from memory.errors import MemoryStoreError
+from bot.voice.spoken_replies import SpokenReplies
+from memory import MemoryStoreError
 from relay.grounding import ensure_rules_file
 from relay.ledger import MEMORY_ENGINE, SESSION_ENGINES
 

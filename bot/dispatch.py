@@ -1,5 +1,5 @@
 """Where each stored update goes: a button to what it stands for, a command to bot.commands, a voice note to
-bot.voice_flow, files to bot.attachments, a reply to a handoff to its correction, and any other text to its
+bot.voice.flow, files to bot.attachments, a reply to a handoff to its correction, and any other text to its
 lane (bot.lane_router) and that lane's session (bot.sessions)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from bot.schedule_commands import SCHEDULE_ACTION, ScheduleCommands
 from bot.services import Services
 from bot.session_list import SESSIONS_ACTION, SessionList
 from bot.sessions import SessionManager
-from bot.voice_flow import VOICE_ACTION, VoiceFlow
+from bot.voice.flow import VOICE_ACTION, VoiceFlow
 
 __all__ = ["EXPIRED", "Dispatch", "topic_of"]
 
@@ -147,7 +147,7 @@ class Dispatch:
         await s.sender.answer_callback(query.id, EXPIRED if toast is None else toast)
 
     async def press(self, token: str, user_id: int, message_id: int | None) -> str | None:
-        """Spend a button, tapped or answered by voice (bot.voice_answers), and do what it stands for.
+        """Spend a button, tapped or answered by voice (bot.voice.answers), and do what it stands for.
 
         Returns the toast, or None when the button is not ``user_id``'s, or was spent or expired.
         """

@@ -24,10 +24,9 @@ import click
 
 from bot.migrations import MIGRATIONS as BOT_MIGRATIONS
 from bot.settings import BotSettings, ConfigError, find_dotenv
-from memory.errors import MEMORY_RECOVER_WAY_OUT
-from memory.migrations import MIGRATIONS as MEMORY_MIGRATIONS
-from memory.settings import config_path
-from memory.storage_faults import sqlite_fault
+from memory import MEMORY_RECOVER_WAY_OUT, config_path
+from memory.storage import MIGRATIONS as MEMORY_MIGRATIONS
+from memory.storage import sqlite_fault
 from relay.login import CLAUDE_LOGIN_FIX, CODEX_LOGIN_FIX
 from relay.settings import RelaySettings, read_config_toml
 
@@ -254,7 +253,7 @@ def _load_whisper(settings: BotSettings) -> str:
         whisper.load_model(str(path), device="cpu")
         return f"openai-whisper {path}"
     whisper_model = importlib.import_module("faster_whisper").WhisperModel  # heavy: imported only when checked
-    from bot.voice import default_model_path
+    from bot.voice.transcribe import default_model_path
 
     name = settings.whisper_model or str(default_model_path())
     # local_files_only: a model name that is not cached must fail here, not download.

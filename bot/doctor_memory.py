@@ -7,9 +7,8 @@ import ipaddress
 from urllib.parse import urlsplit
 
 from bot.doctor import Check
-from memory.outbox import Outbox
-from memory.remote_http import KEY_FIX, RemoteMemoryError, ServiceClient, ServiceUnreachableError, Timeouts
-from memory.settings import MemorySettings
+from memory import MemorySettings
+from memory.remote import KEY_FIX, Outbox, RemoteMemoryError, ServiceClient, ServiceUnreachableError, Timeouts
 
 __all__ = ["memory_service"]
 

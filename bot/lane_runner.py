@@ -32,8 +32,8 @@ from bot.rpa_runner import RpaRunner
 from bot.services import Services
 from bot.session_list import handoff_of, stand_in_line
 from bot.settings import Project
-from bot.speech_reply import SpokenReplies
 from bot.spend_caps import SpendBook, refusal_text, stop_text
+from bot.voice.spoken_replies import SpokenReplies
 from relay.approvals import ApprovalDecision, ApprovalHandler, ApprovalRequest
 from relay.errors import LoginError, RelayError, SessionNotFoundError
 from relay.events import RelayEvent
@@ -64,7 +64,7 @@ class LaneRunner:
         self.reviews = reviews
         self.rpa = rpa
         self.router = router
-        self.spoken = spoken  # the answer's voice note, after the text (bot.speech_reply)
+        self.spoken = spoken  # the answer's voice note, after the text (bot.voice.spoken_replies)
         self.logins = LoginNotices(services.sender)
         self.spend = SpendBook(services.state, services.settings)
         self.events = LaneEvents(services, reviews, self.logins, self.spend, lanes)

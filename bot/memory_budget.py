@@ -8,7 +8,7 @@ import logging
 from telegram.error import TelegramError
 
 from bot.services import Services
-from memory.spend import day_start
+from memory import day_start
 
 __all__ = ["BudgetNotice"]
 

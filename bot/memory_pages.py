@@ -17,8 +17,8 @@ from telegram.error import TelegramError
 from bot.progress import escape
 from bot.project_memory import ProjectMemory
 from bot.services import Services
-from memory.errors import MemoryStoreError
-from memory.facts.api import FactsApi
+from memory import MemoryStoreError
+from memory.facts import FactsApi
 
 __all__ = ["MemoryPages"]
 

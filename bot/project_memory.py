@@ -2,7 +2,7 @@
 
 A private project (``name=path:private`` in ``MACUPOS_PROJECTS``, a folder in ``MACUPOS_PRIVATE_PROJECTS``,
 or ``/memory off`` in its chat, kept in bot.db) is never ingested, never sent to the extraction model,
-recalls no other project's handoffs and is never recalled into another project (memory.privacy). The bot
+recalls no other project's handoffs and is never recalled into another project (memory.redact.privacy). The bot
 writes the folders of its private projects to ``$MACUPOS_HOME/private-projects`` at start and at every
 switch: memory, Claude Code's hooks and a ``memory ingest`` run by hand all read that file.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 from bot.progress import escape
 from bot.services import Services
 from bot.settings import Project
-from memory.privacy import Privacy, load_privacy, write_private_file
+from memory.redact import Privacy, load_privacy, write_private_file
 
 __all__ = ["ProjectMemory"]
 

@@ -16,10 +16,9 @@ from bot.progress import escape
 from bot.records import Callback, ReviewState
 from bot.services import Services
 from bot.telegram_split import split_message
-from memory import review as memory_review
-from memory.errors import HandoffFormatError, MemoryStoreError, SessionNotFoundError
-from memory.handoff_format import from_markdown
-from memory.models import Handoff
+from memory import Handoff, HandoffFormatError, MemoryStoreError, SessionNotFoundError
+from memory import handoffs as memory_review
+from memory.handoffs import from_markdown
 
 __all__ = ["REVIEW_ACTION", "Reviews", "handoff_card"]
 
@@ -166,7 +165,7 @@ class Reviews:
             logger.debug("could not mark the review: %s", exc)
 
     async def correct(self, chat_id: int, session_id: str, text: str) -> str:
-        """Store a correction with the handoff (memory.review: the web pages' Correct does the same); returns
+        """Store a correction with the handoff (memory.handoffs.review: the web pages' Correct does the same); returns
         the reply for the chat."""
         s = self.services
         try:

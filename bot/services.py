@@ -15,9 +15,8 @@ from telegram.error import TelegramError
 from bot.progress import DOCUMENT_THRESHOLD, Sender
 from bot.settings import BotSettings, Project
 from bot.state import BotState
-from bot.voice import Transcriber
-from memory.errors import MemoryStoreError, StorageError
-from memory.factory import Facts, Memory
+from bot.voice.transcribe import Transcriber
+from memory import Facts, Memory, MemoryStoreError, StorageError
 from relay.codex import CodexEngine
 from relay.ledger import Ledger
 from relay.settings import RelaySettings

@@ -22,9 +22,8 @@ from bot.progress import escape
 from bot.records import Callback
 from bot.services import Services
 from bot.telegram_format import brief
-from memory.errors import MemoryStoreError
-from memory.factory import Memory
-from memory.store import HandoffRow
+from memory import Memory, MemoryStoreError
+from memory.storage import HandoffRow
 
 __all__ = ["MAX_LISTED", "SESSIONS_ACTION", "RecentSession", "SessionList", "age", "handoff_of", "stand_in_line"]
 

@@ -29,8 +29,8 @@ from bot.lanes import LaneTag, Slots, branch_label, in_lane
 from bot.review import Reviews
 from bot.rpa_runner import RpaRunner
 from bot.services import Services
-from bot.speech_reply import SpokenReplies
 from bot.spend_caps import SpendBook
+from bot.voice.spoken_replies import SpokenReplies
 
 __all__ = ["ChatSession", "SessionManager", "Task", "brief_title"]
 

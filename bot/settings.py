@@ -17,8 +17,7 @@ from urllib.parse import urlsplit
 
 from bot.errors import ConfigError
 from bot.settings_agents import budgets, count, first_user, trigger_settings
-from memory.errors import SettingsError
-from memory.settings import MemorySettings
+from memory import MemorySettings, SettingsError
 
 __all__ = [
     "BOT_ENV_VARS",
@@ -71,7 +70,7 @@ BOT_ENV_VARS: tuple[str, ...] = (
 
 BOT_ONLY_SECRETS = frozenset({"TELEGRAM_BOT_TOKEN", "MACUPOS_TRIGGER_SECRET"})
 _PROJECT_NAME = re.compile(r"^[\w.-]+$")
-# `name=path:private` in MACUPOS_PROJECTS: memory leaves the project alone (memory.privacy).
+# `name=path:private` in MACUPOS_PROJECTS: memory leaves the project alone (memory.redact.privacy).
 PRIVATE_MARK = ":private"
 _DOTENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 

@@ -22,7 +22,7 @@ from typing import Literal
 from bot.progress import escape
 from bot.settings import BotSettings
 from bot.state import BotState
-from memory.spend import day_start
+from memory import day_start
 from relay.errors import RelayError
 from relay.events import RelayEvent, SessionResult, SpendTick, StageEnd
 

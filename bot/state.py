@@ -29,8 +29,8 @@ from bot.state_base import check_value, dumps
 from bot.state_lanes import LanesState
 from bot.state_runs import RunsState
 from bot.state_schedules import SchedulesState
-from memory.db import Database
 from memory.redact import Redactor
+from memory.storage import Database
 
 __all__ = ["BotState"]
 

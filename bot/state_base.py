@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, get_args
 
-from memory.db import Database
+from memory.storage import Database
 
 __all__ = ["StateBase", "check_value", "dumps"]
 

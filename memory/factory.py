@@ -17,22 +17,22 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 from memory.settings import MemorySettings
 
 if TYPE_CHECKING:  # the CLI imports this module on every start: the memory stack only when used
-    from memory.api import Grounding, SessionView
-    from memory.db import Database
+    from memory.facade import Grounding, SessionView
     from memory.facts.api import LoadReport
     from memory.facts.tcl import ScriptResult
-    from memory.handoff_import import ImportReport
+    from memory.handoffs.adopt import ImportReport
+    from memory.index.retrieval import ContentHit
     from memory.ingest import IngestReport, ProgressFn
-    from memory.redact import Redactor
-    from memory.remote_http import Timeouts
-    from memory.retrieval import ContentHit
-    from memory.store import HandoffRow
+    from memory.redact.redactor import Redactor
+    from memory.remote.http import Timeouts
+    from memory.storage.database import Database
+    from memory.storage.rows import HandoffRow
 
 __all__ = ["Facts", "Memory", "open_facts", "open_memory"]
 
 
 class Memory(Protocol):
-    """What :class:`~memory.api.Eywa` and :class:`~memory.remote.RemoteEywa` both offer."""
+    """What :class:`~memory.facade.Eywa` and :class:`~memory.remote.client.RemoteEywa` both offer."""
 
     @property
     def settings(self) -> MemorySettings: ...
@@ -109,7 +109,7 @@ class Memory(Protocol):
 
 
 class Facts(Protocol):
-    """What :class:`~memory.facts.api.FactsApi` and :class:`~memory.remote_facts.RemoteFacts` both offer."""
+    """What :class:`~memory.facts.api.FactsApi` and :class:`~memory.remote.facts.RemoteFacts` both offer."""
 
     async def close(self, *, snapshot: bool = True) -> None: ...
 
@@ -145,17 +145,17 @@ async def open_memory(settings: MemorySettings, *, local_db: bool = False, timeo
     """The memory of ``settings``. ``local_db``: a service client also opens the local database (the relay
     and the bot keep their cost ledger there). ``timeouts``: a service client's (the hooks' are short)."""
     if settings.remote:
-        from memory.remote import RemoteEywa
+        from memory.remote.client import RemoteEywa
 
         return await RemoteEywa.open(settings, timeouts=timeouts, local_db=local_db)
-    from memory.api import Eywa
+    from memory.facade import Eywa
 
     return await Eywa.open(settings)
 
 
 async def open_facts(settings: MemorySettings, *, timeouts: Timeouts | None = None) -> Facts:
     if settings.remote:
-        from memory.remote_facts import RemoteFacts
+        from memory.remote.facts import RemoteFacts
 
         return await RemoteFacts.open(settings, timeouts=timeouts)
     from memory.facts.api import FactsApi

@@ -6,8 +6,8 @@ import re
 import secrets
 from collections.abc import Mapping, Sequence
 
-from memory.index import FIELD_KEYWORD, FIELD_PROJECT
-from memory.retrieval import FIELD_WEIGHTS, ScoredHandoff
+from memory.index.postings import FIELD_KEYWORD, FIELD_PROJECT
+from memory.index.retrieval import FIELD_WEIGHTS, ScoredHandoff
 
 __all__ = [
     "DEFAULT_HEADER",
@@ -131,7 +131,7 @@ def explain_text(results: Sequence[ScoredHandoff]) -> str:
 
 
 def _branch_lines(results: Sequence[ScoredHandoff]) -> list[str]:
-    """What a branch preference did (memory.branch_pref): nothing when none was asked."""
+    """What a branch preference did (memory.index.branch_pref): nothing when none was asked."""
     notes = [(rank, r.branch_note) for rank, r in enumerate(results, 1) if r.branch_note is not None]
     if not notes:
         return []

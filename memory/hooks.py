@@ -3,12 +3,12 @@
 SessionStart prints the grounding for the session's project as ``additionalContext`` and fails open:
 a slow or broken memory must never keep Claude from starting. SessionEnd hands the transcript to a
 detached ``memory ingest`` so Claude's exit is never delayed by ingest or extraction. In a private project
-(memory.privacy) neither does anything: such a session is not grounded on other projects' handoffs and
+(memory.redact.privacy) neither does anything: such a session is not grounded on other projects' handoffs and
 leaves nothing in memory; elsewhere the grounding leaves private projects' handoffs out.
 
 With a memory service (``MACUPOS_MEMORY_URL``) SessionStart grounds on the service, failing open within
 2 s when it is unreachable, and starts a detached ``memory sync`` of the outbox; SessionEnd's detached
-ingest redacts the transcript here and sends it through the outbox (memory.outbox).
+ingest redacts the transcript here and sends it through the outbox (memory.remote.outbox).
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memory.errors import MemoryStoreError
-from memory.fsutil import write_atomic
-from memory.handoff_format import normalize_keyword
-from memory.log_redact import redact_log_text
-from memory.privacy import load_privacy
+from memory.handoffs.format import normalize_keyword
+from memory.redact.logs import redact_log_text
+from memory.redact.privacy import load_privacy
 from memory.settings import MemorySettings
-from memory.worktree_paths import project_root
+from memory.sources.worktrees import project_root
+from memory.storage.files import write_atomic
 
 __all__ = [
     "EVENTS",
@@ -281,11 +281,11 @@ def _payload_str(payload: Mapping[str, Any], key: str) -> str:
 
 async def _remote_grounding(settings: MemorySettings, project: str, detach_command: Sequence[str]) -> str:
     """The memory service's grounding. An unreachable service costs at most ``_PROBE_S`` (fail open); a
-    reachable one also gets the outbox flushed, by a detached `memory sync` (memory.outbox)."""
-    from memory.remote_http import ServiceClient, Timeouts, probe
+    reachable one also gets the outbox flushed, by a detached `memory sync` (memory.remote.outbox)."""
+    from memory.remote.http import ServiceClient, Timeouts, probe
 
     await probe(settings.memory_url, _PROBE_S)  # before any HTTP or memory stack is loaded: a dead service is cheap
-    from memory.remote import RemoteEywa
+    from memory.remote.client import RemoteEywa
 
     budget_s = min(settings.hook_budget_s, _TIMEOUTS["SessionStart"] - _STARTUP_S)
     eywa = RemoteEywa(settings, ServiceClient(settings.memory_url, settings.api_key, Timeouts(_PROBE_S, budget_s)))
@@ -300,7 +300,7 @@ async def _remote_grounding(settings: MemorySettings, project: str, detach_comma
 
 async def _grounding(settings: MemorySettings, project: str) -> str:
     # Imported here: install/uninstall and SessionEnd never need the heavy retrieval/ingest stack.
-    from memory.api import Eywa
+    from memory.facade import Eywa
 
     eywa = await Eywa.open(settings)
     try:

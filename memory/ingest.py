@@ -2,10 +2,10 @@
 
 Each transcript file is committed in one transaction together with its `sources` row, so a process
 killed mid-ingest leaves either the file's old state or its new one; sessions whose handoff is not yet
-extracted stay `pending` and are picked up by the next run. Extraction (memory.extraction) runs after all
+extracted stay `pending` and are picked up by the next run. Extraction (memory.handoffs.extraction) runs after all
 files are stored.
 
-Sessions of private projects (memory.privacy) are read to learn their folder and then left out: no row of
+Sessions of private projects (memory.redact.privacy) are read to learn their folder and then left out: no row of
 theirs is written. A session stored before its project became private is extracted without the model.
 """
 
@@ -22,17 +22,18 @@ from pathlib import Path
 
 import aiosqlite
 
-from memory import index, store
-from memory.db import Database
 from memory.errors import SourceUnreadableError
-from memory.extraction import extract_pending
-from memory.mirror import sweep_stale_temp
+from memory.handoffs.extraction import extract_pending
+from memory.index import postings as index
 from memory.models import LineProblem, Transcript
-from memory.privacy import Privacy, load_privacy
-from memory.redact import Redactor
-from memory.render import render_markdown
+from memory.redact.privacy import Privacy, load_privacy
+from memory.redact.redactor import Redactor
+from memory.render.markdown import render_markdown
 from memory.settings import MemorySettings
-from memory.sources import SourceFile, discover, parse_source
+from memory.sources.discover import SourceFile, discover, parse_source
+from memory.storage import rows as store
+from memory.storage.database import Database
+from memory.storage.mirror import sweep_stale_temp
 
 __all__ = ["IngestReport", "ProgressFn", "ingest", "session_duration_min"]
 

@@ -22,14 +22,14 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from memory import store
-from memory.api import Eywa
 from memory.errors import MemoryStoreError, SessionNotFoundError, StorageError
+from memory.facade import Eywa
 from memory.factory import Facts, Memory, open_facts, open_memory
 from memory.grounding import recalled_block
-from memory.remote_rows import handoff_row
-from memory.retrieval import ContentHit
+from memory.index.retrieval import ContentHit
+from memory.remote.rows import handoff_row
 from memory.settings import MemorySettings
+from memory.storage import rows as store
 
 __all__ = ["SCOPED_STATE_KEY", "SHOW_LIMIT", "ToolState", "build_server", "serve_stdio"]
 
@@ -121,7 +121,7 @@ async def _headline(eywa: Memory, session_id: str) -> str:
     if isinstance(eywa, Eywa):  # one indexed read
         row = await store.get_handoff(eywa.db.conn, session_id)
         return row.headline if row else ""
-    from memory.remote import RemoteEywa  # a memory service: its handoff file
+    from memory.remote.client import RemoteEywa  # a memory service: its handoff file
 
     if isinstance(eywa, RemoteEywa):
         markdown = await eywa.handoff_markdown(session_id)

@@ -103,7 +103,7 @@ class Transcript:
 
 @dataclass(slots=True)
 class Handoff:
-    """The structured summary of one session; memory.handoff_format writes it as markdown with YAML frontmatter."""
+    """The structured summary of one session; memory.handoffs.format writes it as markdown with YAML frontmatter."""
 
     session_id: str
     date: str  # ISO-8601 with offset, the session's start

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from memory.errors import SettingsError
-from memory.render import zone
+from memory.render.markdown import zone
 
 __all__ = ["MemorySettings", "config_path", "home_from_env"]
 
@@ -43,10 +43,10 @@ class MemorySettings:
     facts_push_every_s: float = 600.0  # git sync of the facts folder, when it is a repository with a remote
     facts_pull_every_s: float = 1800.0
     claude_env: Mapping[str, str] = field(default_factory=dict)
-    # Folders whose sessions memory leaves alone (memory.privacy; the bot adds its own list in a file).
+    # Folders whose sessions memory leaves alone (memory.redact.privacy; the bot adds its own list in a file).
     private_projects: tuple[Path, ...] = ()
     memory_daily_budget_usd: float | None = None  # handoff extraction's spend cap a day (memory.spend)
-    # The memory service (`macupos serve`) this client uses instead of the local database (memory.remote);
+    # The memory service (`macupos serve`) this client uses instead of the local database (memory.remote.client);
     # "" keeps memory local. The key is a secret: never in a repr, a log line or an error.
     memory_url: str = ""
     api_key: str = field(default="", repr=False)
@@ -58,7 +58,7 @@ class MemorySettings:
 
     @property
     def outbox_dir(self) -> Path:
-        """Redacted transcripts waiting for the service (memory.outbox)."""
+        """Redacted transcripts waiting for the service (memory.remote.outbox)."""
         return self.home / "outbox"
 
     @property

@@ -15,7 +15,7 @@ from typing import Any
 
 import aiosqlite
 
-from memory.render import zone
+from memory.render.markdown import zone
 
 __all__ = ["EXTRACT_STAGE", "MEMORY_ENGINE", "Spend", "day_start", "record_spend", "spend_of", "spent_today"]
 

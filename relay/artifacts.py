@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memory.fsutil import write_atomic
+from memory.storage import write_atomic
 from relay.errors import ArtifactError
 
 __all__ = ["ArtifactHeader", "artifact_name", "new_run_id", "read_header", "store_artifact", "write_artifact"]

@@ -16,7 +16,7 @@ from typing import Any, cast
 import claude_agent_sdk as sdk
 from claude_agent_sdk import ClaudeAgentOptions, PermissionResult, ToolPermissionContext
 
-from memory.fsutil import write_atomic
+from memory.storage import write_atomic
 from relay.settings import RelaySettings
 
 __all__ = ["MEMORY_TOOLS", "RELAY_TOOLS", "TAG_ENV", "CanUseTool", "claude_cli_path", "claude_options", "cli_wrapper"]

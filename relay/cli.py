@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memory.clitypes import StorageFaultExit
-from memory.errors import MemoryStoreError, StorageError
+from memory import MemoryStoreError, StorageError
+from memory.cli import StorageFaultExit
 from relay.errors import CodexError, RelayError
 from relay.events import SessionResult
 from relay.settings import RelaySettings
@@ -68,7 +68,7 @@ async def _wire_codex(session: ClaudeSession, settings: RelaySettings, project: 
 
 async def _facts_lines(settings: RelaySettings) -> list[str]:
     """The owner's facts tier (≤ 12 lines) for grounding; none, with a warning, when the store can't open."""
-    from memory.factory import open_facts
+    from memory import open_facts
 
     try:
         facts = await open_facts(settings.memory)
@@ -84,7 +84,7 @@ async def _facts_lines(settings: RelaySettings) -> list[str]:
 async def _ask(
     settings: RelaySettings, instruction: str, project: Path, resume: str | None, codex: bool, started: list[Any]
 ) -> SessionResult:
-    from memory.factory import open_memory
+    from memory import open_memory
     from relay.ledger import Ledger
     from relay.session import ClaudeSession
 
@@ -179,7 +179,7 @@ async def _run(
     executor: str,
     progress: Callable[[str], None],
 ) -> Any:
-    from memory.factory import open_memory
+    from memory import open_memory
     from relay.codex import CodexEngine
     from relay.events import RelayEvent, StageEnd
     from relay.ledger import Ledger

@@ -4,7 +4,7 @@ Three parts: the owner's standing rules (MEMORY.md, as rules), then recalled mat
 the handoffs of earlier sessions — quoted as data. Recalled text is never allowed to read as instructions:
 every line is prefixed with "> ", the block is fenced by markers carrying a per-prompt nonce, and anything
 in it that looks like a fence, a tag or a speaker label is defused. A private project's session
-(memory.privacy) recalls no handoffs but the one it continues, and no other session recalls its handoffs.
+(memory.redact.privacy) recalls no handoffs but the one it continues, and no other session recalls its handoffs.
 """
 
 from __future__ import annotations
@@ -15,11 +15,9 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-from memory.errors import MemoryStoreError
-from memory.factory import Memory
-from memory.fsutil import write_atomic
-from memory.grounding import handoff_blocks, quote_recalled, recalled_block, strip_frontmatter
-from memory.privacy import load_privacy
+from memory import Memory, MemoryStoreError, handoff_blocks, quote_recalled, recalled_block, strip_frontmatter
+from memory.redact import load_privacy
+from memory.storage import write_atomic
 
 __all__ = ["MAX_FACT_LINES", "build_grounding", "default_rules", "ensure_rules_file", "quote_recalled"]
 
@@ -82,7 +80,7 @@ async def build_grounding(
     no longer had it to resume): its handoff comes first among the recalled blocks, whatever the search finds.
     ``project_dir`` is the session's folder: a private project's recalls no handoffs; others never recall
     a private project's. ``branch`` (a worktree session's git branch): the handoffs of that branch's
-    sessions come first, then the project's others (memory.branch_pref).
+    sessions come first, then the project's others (memory.index.branch_pref).
     """
     nonce = secrets.token_hex(4)
     parts: list[str] = []

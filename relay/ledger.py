@@ -15,9 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from memory.db import Database
-from memory.errors import StorageError
-from memory.spend import MEMORY_ENGINE, spent_today
+from memory import MEMORY_ENGINE, StorageError, spent_today
+from memory.storage import Database
 from relay.events import Usage
 
 __all__ = ["MEMORY_ENGINE", "SESSION_ENGINES", "Ledger", "LedgerTotal"]
@@ -48,7 +47,7 @@ class LedgerTotal:
 
 
 class Ledger:
-    """Over the memory core's :class:`~memory.db.Database` (``eywa.db``); writes go through ``db.write()``."""
+    """Over the memory core's :class:`~memory.storage.Database` (``eywa.db``); writes go through ``db.write()``."""
 
     def __init__(self, db: Database) -> None:
         self.db = db

@@ -22,8 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from memory.errors import MemoryStoreError
-from memory.factory import Memory
+from memory import Memory, MemoryStoreError
 from relay.approvals import ApprovalHandler
 from relay.artifacts import ArtifactHeader, artifact_name, new_run_id, store_artifact
 from relay.codex import CodexEngine, CodexTurn, find_rollout

@@ -20,7 +20,7 @@ from typing import Any
 import claude_agent_sdk as sdk
 from claude_agent_sdk import ClaudeSDKClient
 
-from memory.factory import Memory
+from memory import Memory
 from relay.approvals import ApprovalHandler
 from relay.claude_options import TAG_ENV, claude_options
 from relay.claude_permission import PermissionGate

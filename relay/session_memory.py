@@ -1,6 +1,6 @@
 """What a Claude Code session leaves in memory: its transcripts, its subagents' files and the Codex rollouts
 it caused, ingested when it ends, and the handoff that comes of them. A private project's session
-(memory.privacy) leaves nothing."""
+(memory.redact.privacy) leaves nothing."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
-from memory.errors import MemoryStoreError
-from memory.factory import Memory
-from memory.privacy import load_privacy
+from memory import Memory, MemoryStoreError
+from memory.redact import load_privacy
 from relay.events import HandoffReady
 
 __all__ = ["ingest_session", "rollout_session_id", "session_files"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, cast
 
-from memory.settings import MemorySettings
+from memory import MemorySettings
 from relay.stages import APPROVAL_POLICIES, STAGES, stage_configs
 
 __all__ = ["PERMISSION_MODES", "PermissionModeName", "RelaySettings", "read_config_toml"]

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from memory.settings import MemorySettings
+from memory import MemorySettings
 from service.calls import Service, error_response
 from service.embedded import EmbeddedTenantStore
 from service.errors import NotFound, ServiceError

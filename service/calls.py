@@ -13,7 +13,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from memory.errors import (
+from memory import (
     DatabaseLockedError,
     HandoffFormatError,
     MemoryStoreError,

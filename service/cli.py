@@ -14,8 +14,7 @@ from typing import TypeVar
 
 import click
 
-from memory.errors import MemoryStoreError
-from memory.settings import MemorySettings
+from memory import MemorySettings, MemoryStoreError
 from service.errors import ServiceError
 from service.keys import SqliteKeyStore
 from service.pg.cli import DATABASE_KEY, check_database, database_url, migrate_cmd, with_link

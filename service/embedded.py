@@ -16,9 +16,8 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
-from memory.api import Eywa
-from memory.facts.api import FactsApi
-from memory.settings import MemorySettings
+from memory import Eywa, MemorySettings
+from memory.facts import FactsApi
 from service.tenants import KeyStore, Tenant, check_tenant_name
 
 __all__ = ["EmbeddedTenant", "EmbeddedTenantStore"]

@@ -28,9 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memory.errors import DatabaseLockedError, MemoryStoreError, SourceUnreadableError
-from memory.ingest import IngestReport
-from memory.settings import MemorySettings
+from memory import DatabaseLockedError, IngestReport, MemorySettings, MemoryStoreError, SourceUnreadableError
 
 __all__ = ["IngestProcesses", "main"]
 
@@ -187,8 +185,8 @@ def main() -> int:
 
 
 async def _ingest(settings: MemorySettings, path: Path, use_llm: bool, *, trim: bool = True) -> IngestReport:
-    from memory.api import Eywa
-    from memory.extraction import extract_pending
+    from memory import Eywa
+    from memory.handoffs import extract_pending
 
     eywa = await Eywa.open(settings)
     try:
@@ -225,6 +223,6 @@ def _give_back_freed_memory() -> None:
 
 if __name__ == "__main__":
     _tune_malloc()
-    from memory.api import Eywa as _warm  # noqa: F401 - imported while the child waits for its job
+    from memory import Eywa as _warm  # noqa: F401 - imported while the child waits for its job
 
     sys.exit(main())

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
-from memory.db import Database
+from memory.storage import Database
 from service.errors import Conflict
 from service.migrations import MIGRATIONS
 from service.tenants import SCOPES, KeyRecord, NewKey, Scope, check_tenant_name

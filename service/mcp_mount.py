@@ -22,8 +22,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
-from memory.errors import MemoryStoreError
-from memory.mcp_server import SCOPED_STATE_KEY, ToolState, build_server
+from memory import SCOPED_STATE_KEY, MemoryStoreError, ToolState, build_server
 from service.calls import ROUTE_KEY, authenticate, error_response, service_of
 from service.errors import PayloadTooLarge, RateLimited, RequestTimeout, ServiceError
 from service.settings import Limits

@@ -1,7 +1,7 @@
 """Numbered, append-only schema migrations of the service's own file, ``$MACUPOS_HOME/service.db``.
 
 Never edit a released entry: add the next one. Opened with
-``memory.db.Database.open(path, migrations=MIGRATIONS)``; times are epoch seconds (REAL).
+``memory.storage.database.Database.open(path, migrations=MIGRATIONS)``; times are epoch seconds (REAL).
 """
 
 from __future__ import annotations

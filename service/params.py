@@ -7,7 +7,7 @@ from datetime import datetime
 
 from starlette.requests import Request
 
-from memory.timeutil import parse_iso
+from memory import parse_iso
 from service.errors import BadRequest
 
 __all__ = ["instant_param", "int_param", "parse_instant", "positive_float_param", "text_param"]

@@ -10,7 +10,7 @@ from dataclasses import asdict
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from memory.store import HandoffRow
+from memory.storage import HandoffRow
 from service.calls import Call, brief, endpoint
 from service.errors import BadRequest, NotFound
 from service.params import instant_param, int_param, positive_float_param, text_param

@@ -13,10 +13,10 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from memory import store
-from memory.api import Eywa
-from memory.handoff_format import from_markdown
+from memory import Eywa
+from memory.handoffs import from_markdown
 from memory.redact import Redactor
+from memory.storage import rows as store
 from service.bodies import body_chunks, read_body, read_json
 from service.calls import Call, endpoint
 from service.errors import BadRequest, Conflict, ScriptFailed, Unprocessable

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import uvicorn
 
-from memory.settings import MemorySettings
+from memory import MemorySettings
 from service.app import build_app, embedded_store
 from service.http_limits import limited_protocol
 from service.keys import mask_keys

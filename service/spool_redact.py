@@ -19,8 +19,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from memory.jsonl import MAX_LINE_BYTES
 from memory.redact import Redactor
+from memory.sources import MAX_LINE_BYTES
 
 __all__ = ["TOO_LONG", "LineRedactor", "redact_line"]
 

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from service.errors import BadRequest
 
 if TYPE_CHECKING:  # the memory engine is imported by whoever opens a tenant, not by `macupos --help`
-    from memory.api import Eywa
-    from memory.facts.api import FactsApi
+    from memory import Eywa
+    from memory.facts import FactsApi
 
 __all__ = ["SCOPES", "KeyRecord", "KeyStore", "NewKey", "Scope", "Tenant", "TenantStore", "check_tenant_name"]
 

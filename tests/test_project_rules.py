@@ -176,10 +176,10 @@ def test_nothing_refers_to_paths_outside_the_repository() -> None:
 
 # Only SQLite opens a database file. On Linux, closing any descriptor of a file drops every POSIX lock the
 # process holds on it, SQLite's too, and the next process to close its last connection then deletes the
-# live WAL (memory/db_share.py). So outside the storage package no Python file call may touch a database
+# live WAL (memory/storage/share.py). So outside the storage package no Python file call may touch a database
 # path (the file, its -wal/-shm/-journal) unless the same function first proves with
 # `Database.check_closed` that this process holds no connection to it.
-STORAGE_PACKAGE = {"memory/db.py", "memory/db_share.py"}
+STORAGE_PACKAGE = {"memory/storage/database.py", "memory/storage/share.py"}
 _FILE_CALLS = {
     "open", "read_bytes", "read_text", "write_bytes", "write_text", "unlink", "rename", "replace", "touch",
     "copy", "copy2", "copyfile", "copyfileobj", "move", "remove", "truncate", "mmap",

@@ -20,7 +20,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memory.db import Database
 from memory.errors import MemoryStoreError
 from memory.facts import inject
 from memory.facts.commands import COMMANDS, Session, recall_targets
@@ -29,10 +28,11 @@ from memory.facts.engine import FactsEngine, link_id
 from memory.facts.model import FactsError, Memory
 from memory.facts.snapshot import parse_snapshot, render_snapshot, same_content
 from memory.facts.tcl import Sandbox, SandboxCrash, ScriptLimits, ScriptResult
-from memory.fsutil import write_atomic
-from memory.redact import Redactor
+from memory.redact.redactor import Redactor
 from memory.settings import MemorySettings
-from memory.storage_faults import os_fault, sqlite_fault
+from memory.storage.database import Database
+from memory.storage.faults import os_fault, sqlite_fault
+from memory.storage.files import write_atomic
 
 __all__ = ["FactsApi", "LoadReport", "ScriptLimits", "ScriptResult"]
 
@@ -113,7 +113,7 @@ class FactsApi:
     ) -> FactsApi:
         """Open the facts under ``home / "facts"`` and the shared database; applies events not yet applied.
 
-        The database is memory's own :class:`~memory.db.Database` of that file (the one already open in
+        The database is memory's own :class:`~memory.storage.database.Database` of that file (the one already open in
         this process, if any): the facts engine runs on a connection it owns, never on one of its own."""
         db = await Database.open(db_path, busy_timeout_ms=busy_timeout_ms)  # runs the schema migrations
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="facts")

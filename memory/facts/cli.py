@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import click
 
-from memory.clitypes import ISO_INSTANT, run_command, settings_of
+from memory.cli.types import ISO_INSTANT, run_command, settings_of
 from memory.factory import Facts, open_facts
 from memory.facts.model import FactsError
 

@@ -71,7 +71,7 @@ class FactsEngine:
         self.log = EventLog(facts_dir / "events", self.origin)
         self.db_path = db_path
         # The connection is memory's Database's (it opened and migrated the file, and closes this): only
-        # one owner opens a database file in a process (memory/db_share.py says why).
+        # one owner opens a database file in a process (memory/storage/share.py says why).
         self.conn = conn
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         self.conn.execute("PRAGMA synchronous = NORMAL")

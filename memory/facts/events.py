@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memory.fsutil import write_atomic
+from memory.storage.files import write_atomic
 
 __all__ = ["Event", "EventLog", "load_origin", "new_event", "read_events"]
 

@@ -14,7 +14,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from memory.errors import SyncError
-from memory.fsutil import write_atomic_bytes
+from memory.storage.files import write_atomic_bytes
 
 __all__ = [
     "EVENTS",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from memory.errors import MemoryStoreError
+from memory import MemoryStoreError
 from service.errors import ServiceError
 from service.tenants import check_tenant_name
 
@@ -101,7 +101,7 @@ def migrate_cmd(
         raise click.UsageError("no database: --database postgresql://… (or MACUPOS_DATABASE_URL)")
     keys_db: Path | None = None
     if source is not None and keys:
-        from memory.settings import MemorySettings
+        from memory import MemorySettings
 
         memory = ctx.find_object(MemorySettings)
         keys_db = memory.home / "service.db" if memory is not None else None

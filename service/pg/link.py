@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from memory.db import SCHEMA_VERSION
+from memory.storage import SCHEMA_VERSION
 from service.errors import ServiceUnavailable
 from service.pg.migrations import LOCK_KEY, MIGRATIONS, TENANT_ROLE
 from service.pg.pool import AConn, Pool, PoolBusy

@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from memory import replicate
-from memory.api import Eywa
-from memory.db import Database
-from memory.facts.events import read_events
-from memory.replicate import MIRRORS
-from memory.settings import MemorySettings
+from memory import Eywa, MemorySettings
+from memory import replica as replicate
+from memory.facts import read_events
+from memory.replica import MIRRORS
+from memory.storage import Database
 from service.errors import Conflict, NotFound
 from service.pg.keys import PgKeyStore
 from service.pg.link import PgLink, to_pg_text

@@ -1,12 +1,12 @@
 """Numbered, append-only migrations of the PostgreSQL schema ``macupos`` (service/pg). Never edit a released
-entry: add the next one. A memory schema migration (memory/migrations.py) that adds a table or a column adds
-it here too, and to memory/replicate.py; tests/service/pg/test_schema.py compares the three.
+entry: add the next one. A memory schema migration (memory/storage/migrations.py) that adds a table or a column adds
+it here too, and to memory/replica/rows.py; tests/service/pg/test_schema.py compares the three.
 
 - ``info``: this database's id (a replica remembers whose copy it is) and the memory schema it mirrors.
 - ``tenants`` and ``api_keys``: the directory, read before a tenant is known (the key check), so outside
   the row-level wall. ``tenants.seq`` is the tenant's change sequence: every write section takes the row
   lock, bumps it, and stamps the rows it writes with it.
-- One table per mirror of memory/replicate.py, ``tenant_id`` first in every primary key (the column a
+- One table per mirror of memory/replica/rows.py, ``tenant_id`` first in every primary key (the column a
   Citus-style distributed setup shards on), ``seq`` the change that last wrote the row's group.
 - ``deletions``: groups that went (a forgotten session's rows), with the change that removed them.
 - ``facts_events``: the facts event log, one row per event line.

@@ -5,7 +5,7 @@ The copy is an ordinary memory database (the embedded engine's file), so reads r
 Every write runs in a *write section* (:meth:`Replica.gate`): the tenant's row in ``macupos.tenants`` is
 locked (one writer per tenant in the whole fleet) and its sequence bumped; the copy catches up to the rows
 other processes wrote; the write runs locally as in the embedded engine, its triggers noting each group of
-rows it changed (memory/replicate.py); those groups are copied to PostgreSQL stamped with the new sequence,
+rows it changed (memory/replica/rows.py); those groups are copied to PostgreSQL stamped with the new sequence,
 and the transaction commits. Only then is the local change log cleared. A write whose section fails (the
 database went away, the request was cancelled, the process was killed) leaves groups in the log that
 PostgreSQL does not have: the next read or write puts PostgreSQL's rows back in their place first, so the
@@ -35,10 +35,10 @@ from typing import Any, TypeVar
 
 from psycopg import sql
 
-from memory import replicate
-from memory.db import SCHEMA_VERSION, Database
-from memory.facts.events import load_origin
-from memory.replicate import MIRRORS, Key, Mirror, Row
+from memory import replica as replicate
+from memory.facts import load_origin
+from memory.replica import MIRRORS, Key, Mirror, Row
+from memory.storage import SCHEMA_VERSION, Database
 from service.errors import ServiceUnavailable
 from service.pg import events
 from service.pg.link import PgLink, Query, TenantTx, from_pg_text, to_pg_text

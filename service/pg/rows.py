@@ -1,6 +1,6 @@
 """Rows between a tenant's local copy and PostgreSQL: decoded and encoded (typed column arrays, text
 PostgreSQL cannot hold made storable), the SQL that selects, clears and inserts groups of a mirror
-(memory/replicate.py), and a whole copy built from one snapshot of the database."""
+(memory/replica/rows.py), and a whole copy built from one snapshot of the database."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any
 
 from psycopg import sql
 
-from memory import replicate
-from memory.db import SCHEMA_VERSION, Database
-from memory.replicate import MIRRORS, Key, Mirror, Row
+from memory import replica as replicate
+from memory.replica import MIRRORS, Key, Mirror, Row
+from memory.storage import SCHEMA_VERSION, Database
 from service.pg import events
 from service.pg.link import PgLink, Query, TenantTx, from_pg_text, to_pg_text
 

@@ -28,14 +28,10 @@ from typing import IO, Any, cast
 
 import aiosqlite
 
-from memory.api import Eywa
-from memory.db import Database
-from memory.facts.api import FactsApi, LoadReport, ScriptResult
-from memory.facts.model import Memory
-from memory.handoff_import import ImportReport
-from memory.ingest import IngestReport
-from memory.settings import MemorySettings
-from memory.store import HandoffRow
+from memory import Eywa, IngestReport, MemorySettings
+from memory.facts import FactsApi, LoadReport, Memory, ScriptResult
+from memory.handoffs import ImportReport
+from memory.storage import Database, HandoffRow
 from service.embedded import EmbeddedTenant, EmbeddedTenantStore
 from service.pg.keys import PgKeyStore
 from service.pg.link import PgLink

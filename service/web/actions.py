@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
-from memory.errors import SessionNotFoundError
-from memory.facts.model import component, component_types
-from memory.facts.tclwords import format_list
-from memory.review import ReviewError, correct, keep
+from memory import SessionNotFoundError
+from memory.facts import component, component_types, format_list
+from memory.handoffs import ReviewError, correct, keep
 from service.routes_write import forget_session  # the API's own forget: spooled uploads go too
 from service.web.core import WebCall, WebError, local_path, redirect
 

@@ -21,7 +21,7 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from memory.errors import DatabaseLockedError, MemoryStoreError, SessionNotFoundError
+from memory import DatabaseLockedError, MemoryStoreError, SessionNotFoundError
 from service.bodies import read_body
 from service.calls import ROUTE_KEY, Service, service_of
 from service.errors import ServiceError

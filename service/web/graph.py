@@ -18,7 +18,7 @@ from html import escape
 
 import numpy as np
 
-from memory.facts.model import Memory, State
+from memory.facts import Memory, State
 
 __all__ = ["MAX_NODES", "FactsGraph", "GraphEdge", "GraphNode", "build_graph", "layout", "to_svg"]
 

@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from memory.settings import MemorySettings
+from memory import MemorySettings
 from service.embedded import EmbeddedTenant
 from service.tenants import KeyRecord, NewKey, Scope, Tenant
 

@@ -9,11 +9,11 @@ from typing import Any
 
 from starlette.responses import Response
 
-from memory.facts import decay
-from memory.facts.model import Memory, component_types
-from memory.review import count_pending, pending
-from memory.spend import spent_today
-from memory.store import get_handoff
+from memory import spent_today
+from memory.facts import Memory, component_types
+from memory.facts import effective as effective_decay
+from memory.handoffs import count_pending, pending
+from memory.storage import get_handoff
 from service.web import queries
 from service.web.core import WebCall, WebError, query, query_int
 from service.web.graph import build_graph, to_svg
@@ -147,7 +147,7 @@ def _fact_row(m: Memory, now_ms: int, half_life_ms: float) -> dict[str, Any]:
     return {
         "m": m,
         "fields": [(name, m.field_text(name)) for name in m.fields],
-        "decay": decay.effective(m.ts_ms, m.access_count, now_ms, half_life_ms),
+        "decay": effective_decay(m.ts_ms, m.access_count, now_ms, half_life_ms),
         "created": time.strftime("%Y-%m-%d", time.gmtime(m.created_ms / 1000)),
     }
 
@@ -172,7 +172,7 @@ async def facts_page(call: WebCall) -> Response:
         for m in memories
         if (not ctype or m.ctype == ctype) and (not state or m.state.value == state) and (not text or _matches(m, text))
     ]
-    chosen.sort(key=lambda m: -decay.effective(m.ts_ms, m.access_count, now_ms, facts.engine.half_life_ms))
+    chosen.sort(key=lambda m: -effective_decay(m.ts_ms, m.access_count, now_ms, facts.engine.half_life_ms))
     shown = chosen[(page - 1) * FACTS_PAGE : page * FACTS_PAGE]
     graph = build_graph(memories, root=root, now_ms=now_ms)
     return call.render(

@@ -12,8 +12,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.api import Eywa
-from memory.worktree_paths import project_root_sql
+from memory import Eywa
+from memory.sources import project_root_sql
 
 __all__ = [
     "Child",

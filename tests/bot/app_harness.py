@@ -16,8 +16,8 @@ from aiohttp import web
 from bot.app import BotApp
 from bot.services import Tuning
 from bot.settings import BotSettings
-from bot.speech import Speaker
-from bot.voice import Transcriber
+from bot.voice.speak import Speaker
+from bot.voice.transcribe import Transcriber
 from relay.process import kill_marked
 from relay.settings import RelaySettings
 from tests.doubles.anthropic import AnthropicDouble, cli_env

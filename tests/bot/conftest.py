@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import pytest
 
-from bot.voice import Transcriber
+from bot.voice.transcribe import Transcriber
 from tests.doubles.telegram import TelegramDouble
 
 VoiceNote = Callable[[str], Path]

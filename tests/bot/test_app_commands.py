@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.voice import Transcriber
+from bot.voice.transcribe import Transcriber
 from tests.bot.app_harness import OWNER, Harness, button, harness
 from tests.bot.conftest import VoiceNote
 from tests.doubles.anthropic import last_user_text

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.app import BotApp
-from memory.privacy import PRIVATE_FILE
+from memory.redact.privacy import PRIVATE_FILE
 from tests.bot.app_harness import OWNER, Harness, harness
 from tests.doubles.anthropic import Reply, Scripted, structured_output
 from tests.doubles.telegram import TelegramDouble

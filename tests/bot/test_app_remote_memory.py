@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.remote import RemoteEywa
+from memory.remote.client import RemoteEywa
 from tests.bot.app_harness import OWNER, harness
 from tests.doubles.telegram import TelegramDouble
 from tests.memory.remote_harness import remote_service

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.api import Eywa
-from memory.handoff_format import to_markdown
+from memory.facade import Eywa
+from memory.handoffs.format import to_markdown
 from memory.models import Handoff
 from tests.bot.app_harness import OWNER, Harness, button, harness
 from tests.doubles.anthropic import last_user_text

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.voice import Transcriber
+from bot.voice.transcribe import Transcriber
 from tests.bot.app_harness import OWNER, Harness, harness
 from tests.bot.conftest import VoiceNote
 from tests.doubles.anthropic import last_user_text

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.voice import Transcriber
+from bot.voice.transcribe import Transcriber
 from tests.bot.app_harness import FAST, FRIEND, OWNER, STRANGER, Harness, harness
 from tests.bot.conftest import VoiceNote
 from tests.doubles.anthropic import ToolUse, last_user_text

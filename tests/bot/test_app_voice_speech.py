@@ -14,8 +14,8 @@ import av
 import pytest
 
 from bot.app import BotApp
-from bot.speech import Speaker
-from bot.voice import Transcriber
+from bot.voice.speak import Speaker
+from bot.voice.transcribe import Transcriber
 from tests.bot.app_harness import OWNER, Harness, harness
 from tests.bot.conftest import VoiceNote
 from tests.doubles.telegram import TelegramDouble

@@ -16,7 +16,7 @@ from bot.doctor import Check, doctor_command, format_checks, run_doctor
 from bot.migrations import MIGRATIONS as BOT_MIGRATIONS
 from bot.settings import BotSettings
 from bot.state import BotState
-from memory.db import Database
+from memory.storage.database import Database
 from tests.doubles.telegram import TelegramDouble
 
 

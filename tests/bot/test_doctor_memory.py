@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.doctor import format_checks, run_doctor
-from memory.outbox import Outbox
-from memory.redact import Redactor
+from memory.redact.redactor import Redactor
+from memory.remote.outbox import Outbox
 from tests.bot.test_doctor import by_name, settings_for
 from tests.memory.remote_harness import blackhole, closed_port, remote_service
 from tests.service.conftest import transcript_bytes

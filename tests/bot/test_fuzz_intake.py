@@ -25,7 +25,7 @@ from bot.progress import Sender
 from bot.services import Services, Tuning
 from bot.settings import BotSettings
 from bot.state import BotState
-from memory.api import Eywa
+from memory.facade import Eywa
 from relay.settings import RelaySettings
 from tests.doubles.telegram import TelegramDouble
 from tests.fuzzing import fuzz_settings, junk, mutated_json, records, shaped, texts

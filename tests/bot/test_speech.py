@@ -18,9 +18,9 @@ from telegram import Bot
 
 from bot.errors import BotError, SpeechError, SpeechUnavailableError
 from bot.progress import ptb_seconds
-from bot.speech import MAX_SPOKEN_WORDS, Speaker, SpokenNote, encode_ogg_opus, speech_available, spoken_summary
-from bot.speech_summary import NOTHING_TO_SAY
-from bot.voice import Transcriber
+from bot.voice.speak import MAX_SPOKEN_WORDS, Speaker, SpokenNote, encode_ogg_opus, speech_available, spoken_summary
+from bot.voice.spoken_summary import NOTHING_TO_SAY
+from bot.voice.transcribe import Transcriber
 from tests.bot.conftest import loop_ticks_while
 from tests.doubles.telegram import TelegramDouble
 
@@ -191,7 +191,7 @@ async def test_round_trip_speech_to_opus_to_whisper_recovers_the_words(
 ) -> None:
     answer = (
         "All the tests pass now, and the new branch is on the server.\n\n```\ngit push origin main\n```\n\n"
-        "The retry loop in `bot/voice.py` waits longer after each failure, and the upload works again. "
+        "The retry loop in `bot/voice/transcribe.py` waits longer after each failure, and the upload works again. "
         "Should I open a pull request for the review?"
     )
     said = spoken_summary(answer)

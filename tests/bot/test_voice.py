@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.errors import BotError, VoiceError, VoiceModelError
-from bot.voice import CODING_TERMS, Transcriber, vocabulary_prompt
+from bot.voice.transcribe import CODING_TERMS, Transcriber, vocabulary_prompt
 from tests.bot.conftest import VoiceNote, loop_ticks_while
 
 INSTRUCTION = "run the tests in eywa and fix the failing one"

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.voice import Transcriber
-from bot.voice_intent import (
+from bot.voice.intent import (
     CHOICES,
     MAX_ANSWER_WORDS,
     Choice,
@@ -14,6 +13,7 @@ from bot.voice_intent import (
     ask_again,
     interpret,
 )
+from bot.voice.transcribe import Transcriber
 from tests.bot.conftest import VoiceNote
 
 ANSWERS: list[tuple[PromptKind, str, Choice]] = [

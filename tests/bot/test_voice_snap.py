@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.voice import Transcriber
-from bot.voice_snap import (
+from bot.voice.snap import (
     DEFAULT_MARGIN,
     DEV_VERBS,
     Scored,
@@ -21,6 +20,7 @@ from bot.voice_snap import (
     phonetic_key,
     snap,
 )
+from bot.voice.transcribe import Transcriber
 from tests.bot.conftest import VoiceNote
 
 NAMES = ["Macupos", "Eywa", "Tarsier", "Kestrel", "handoff", "webhook"]

@@ -506,7 +506,7 @@ class TelegramDouble(ForumMixin):
         except TimeoutError:
             tail = [f"{c.method} {c.status} {dict(c.params)}"[:200] for c in self.requests[-8:]]
             said = [t[:200] for t in self.texts()[-10:]]  # what the bot told the chats, which polling edits hide
-            raise TimeoutError(f"condition not met in {timeout}s; last messages: {said}; last requests: {tail}") from None
+            raise TimeoutError(f"condition not met in {timeout}s; last messages: {said}; requests: {tail}") from None
 
     async def _until(self, predicate: Callable[[], T]) -> T:
         while True:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.api import Eywa
+from memory.facade import Eywa
 from memory.settings import MemorySettings
 
 # Public Claude Code sessions, kept in the repository (each folder's PROVENANCE.md says whose, under which licence).

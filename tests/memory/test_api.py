@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from memory.api import Eywa
+from memory.facade import Eywa
 from memory.settings import MemorySettings
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from memory.claude_lines import agent_of, blocks_of, is_meta, system_text
-from memory.jsonl import TextClipper, identity
 from memory.models import BlockKind
+from memory.sources.claude_lines import agent_of, blocks_of, is_meta, system_text
+from memory.sources.jsonl import TextClipper, identity
 
 
 def clip(limit: int = 50) -> TextClipper:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from memory.codex_rollout import parse_codex_file
 from memory.models import BlockKind, SessionKind, Transcript
+from memory.sources.codex import parse_codex_file
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codex"
 CART = FIXTURES / "2025/10/29/rollout-2025-10-29T00-59-38-019a2d7a-41c4-78b1-b7cc-a45d62a89cd5.jsonl"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.db import SCHEMA_VERSION, Database
 from memory.errors import NotADatabaseError, SchemaTooNewError
+from memory.storage.database import SCHEMA_VERSION, Database
 
 
 async def test_new_database_gets_current_schema_in_wal_mode(tmp_path: Path) -> None:
@@ -95,7 +95,7 @@ _WRITER = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    from memory.db import Database
+    from memory.storage.database import Database
 
     async def main(path, name, n):
         db = await Database.open(Path(path), busy_timeout_ms=60_000)
@@ -116,7 +116,7 @@ _READER = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    from memory.db import Database
+    from memory.storage.database import Database
 
     async def main(path, stop_at):
         db = await Database.open(Path(path), busy_timeout_ms=60_000)

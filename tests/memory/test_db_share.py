@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from memory.api import Eywa
-from memory.db import Database, DatabaseInUseError
-from memory.db_share import LoopLock, Registry
 from memory.errors import NotADatabaseError
+from memory.facade import Eywa
 from memory.facts.api import FactsApi
-from memory.recover import _move_aside
 from memory.settings import MemorySettings
+from memory.storage.database import Database, DatabaseInUseError
+from memory.storage.recover import _move_aside
+from memory.storage.share import LoopLock, Registry
 from tests.locks import holds_sqlite_lock
 
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from memory.extract import base_handoff, extract_fallback, user_requests
-from memory.handoff_format import from_markdown, to_markdown
+from memory.handoffs.deterministic import base_handoff, extract_fallback, user_requests
+from memory.handoffs.format import from_markdown, to_markdown
 from memory.models import Block, BlockKind, Entry, SessionKind, Transcript
-from memory.transcript import parse_claude_file
+from memory.sources.claude import parse_claude_file
 
 from .conftest import TRANSCRIPTS
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.fsutil import write_atomic, write_atomic_bytes
+from memory.storage.files import write_atomic, write_atomic_bytes
 
 
 def _leftovers(folder: Path) -> list[str]:

@@ -13,7 +13,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from memory.errors import HandoffFormatError
-from memory.handoff_format import from_markdown, to_markdown
+from memory.handoffs.format import from_markdown, to_markdown
 from memory.models import Handoff, SessionKind
 from tests.fuzzing import fuzz_settings, json_values, mutated_bytes, records, shaped, texts
 
@@ -30,7 +30,7 @@ REAL = [
             substance=2,
             what_happened=["Split inline sidechains", "Kept two lines\nin one item"],
             insights=["**wrong belief** -> **truth**"],
-            key_files=["memory/transcript.py"],
+            key_files=["memory/sources/claude.py"],
             open_threads=["golden tests for the loglines form"],
             kind=SessionKind.SUBAGENT,
             parent_id="parent-1",

@@ -19,13 +19,13 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory.api import Eywa
-from memory.codex_rollout import parse_codex_file
+from memory.facade import Eywa
 from memory.ingest import IngestReport
 from memory.models import BlockKind, Transcript
-from memory.redact import Redactor
+from memory.redact.redactor import Redactor
 from memory.settings import MemorySettings
-from memory.transcript import parse_claude_file
+from memory.sources.claude import parse_claude_file
+from memory.sources.codex import parse_codex_file
 from tests.fuzzing import FIXTURES, claude_fixture_files, codex_fixture_files, damaged_line, fuzz_settings, pick
 
 _HEAD_LINES = 80  # a long fixture is fuzzed by its head: a full ingest per example must stay cheap

@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from memory.api import Eywa
-from memory.cli import _answer_query_line, memory_group
+from memory.cli.main import _answer_query_line, memory_group
+from memory.facade import Eywa
 from tests.fuzzing import fuzz_settings, json_bytes, junk, mutated_bytes, records, shaped, texts
 from tests.memory.conftest import ingested_home, offline_settings
 

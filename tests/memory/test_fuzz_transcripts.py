@@ -15,11 +15,11 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from memory.codex_rollout import parse_codex_file
-from memory.jsonl import MAX_LINE_BYTES
 from memory.models import Transcript
-from memory.redact import Redactor
-from memory.render import render_markdown
+from memory.redact.redactor import Redactor
+from memory.render.markdown import render_markdown
+from memory.sources.codex import parse_codex_file
+from memory.sources.jsonl import MAX_LINE_BYTES
 from tests.fuzzing import (
     claude_fixture_files,
     codex_fixture_files,
@@ -237,7 +237,7 @@ def _check(transcripts: list[Transcript], content: bytes) -> None:
 def test_claude_parser_reports_every_bad_line_and_never_raises(
     tmp_path: Path, lines: list[bytes], name: str, newline_at_end: bool
 ) -> None:
-    from memory.transcript import parse_claude_file
+    from memory.sources.claude import parse_claude_file
 
     path = tmp_path / name
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -256,7 +256,7 @@ def test_claude_parser_reports_every_bad_line_and_never_raises(
 )
 def test_claude_export_parser_never_raises(tmp_path: Path, doc: bytes) -> None:
     # The {"loglines": [...]} export is one JSON document; 500 examples: it shares every line rule above.
-    from memory.transcript import parse_claude_file
+    from memory.sources.claude import parse_claude_file
 
     path = tmp_path / "export.json"
     path.write_bytes(doc)

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memory.errors import HandoffFormatError
-from memory.handoff_format import (
+from memory.handoffs.format import (
     SECTIONS_KEY,
     from_markdown,
     normalize_keyword,
@@ -18,7 +18,7 @@ from memory.handoff_format import (
     to_markdown,
 )
 from memory.models import Handoff, SessionKind
-from memory.redact import Redactor
+from memory.redact.redactor import Redactor
 from tests.fuzzing import fuzz_settings
 
 
@@ -34,7 +34,7 @@ def full_handoff() -> Handoff:
         substance=2,
         what_happened=["Split inline sidechains", "Kept two lines\nin one item\n\n  with an indented third"],
         insights=["**wrong belief** -> **truth**"],
-        key_files=["memory/transcript.py", "tests/memory/test_transcript.py"],
+        key_files=["memory/sources/claude.py", "tests/memory/test_transcript.py"],
         open_threads=["golden tests for the loglines form"],
         kind=SessionKind.SUBAGENT,
         parent_id="parent-1",
@@ -77,7 +77,7 @@ def test_body_has_headline_and_sections_in_fixed_order() -> None:
         "## Open threads",
         "## Notes",
     ]
-    assert "- memory/transcript.py\n" in body
+    assert "- memory/sources/claude.py\n" in body
 
 
 EYWA_FILE = """---
@@ -153,14 +153,14 @@ open_loops: [wire the retry into ingest]
 - one retry, then the fallback
 
 ## Files
-- memory/llm_extract.py
+- memory/handoffs/model_written.py
 """
     h = from_markdown(text)
     assert h.duration_min == 12.0
     assert h.date == "2025-03-04T10:00:00+02:00"
     assert h.open_threads == ["wire the retry into ingest"]
     assert h.insights == ["one retry, then the fallback"]
-    assert h.key_files == ["memory/llm_extract.py"]
+    assert h.key_files == ["memory/handoffs/model_written.py"]
     assert h.extra == {}
 
 

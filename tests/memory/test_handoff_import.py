@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from bench._handoff_tree import hostile_frontmatters, write_hostile_tree, write_tree
-from memory.api import Eywa
-from memory.db import Database
 from memory.errors import DestinationError, SourceUnreadableError
-from memory.handoff_format import to_markdown
-from memory.handoff_import import MAX_HANDOFF_BYTES, read_handoff_file, walk_tree
+from memory.facade import Eywa
+from memory.handoffs.adopt import MAX_HANDOFF_BYTES, read_handoff_file, walk_tree
+from memory.handoffs.format import to_markdown
 from memory.models import Handoff, SessionKind
 from memory.settings import MemorySettings
+from memory.storage.database import Database
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from memory.api import Eywa
+from memory.facade import Eywa
 from memory.hooks import (
     HookSettingsError,
     install,

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from memory.hooks import run_session_start
-from memory.outbox import Outbox
-from memory.redact import Redactor
-from memory.remote import RemoteEywa
+from memory.redact.redactor import Redactor
+from memory.remote.client import RemoteEywa
+from memory.remote.outbox import Outbox
 from memory.settings import MemorySettings
 from tests.memory.remote_harness import blackhole, client_env, closed_port, macupos, pointed, remote_service
 from tests.service.conftest import Server, transcript_bytes

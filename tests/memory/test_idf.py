@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from memory.api import Eywa
-from memory.idf import Vocabulary, idf_table
+from memory.facade import Eywa
+from memory.index.idf import Vocabulary, idf_table
+from memory.index.tokenize import tokenize
 from memory.settings import MemorySettings
-from memory.tokenize import tokenize
 
 
 async def test_concurrent_lookups_sharing_a_vocabulary_give_each_session_its_own_table(

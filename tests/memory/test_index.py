@@ -9,8 +9,8 @@ from pathlib import Path
 import aiosqlite
 import pytest
 
-from memory import index
-from memory.db import Database
+from memory.index import postings as index
+from memory.storage.database import Database
 
 
 @pytest.fixture
@@ -152,7 +152,7 @@ async def test_windows_are_searchable_and_removed_exactly(db: Database) -> None:
 
 
 async def test_schema_4_moves_content_locators_out_of_meta(tmp_path: Path) -> None:
-    from memory.migrations import MIGRATIONS
+    from memory.storage.migrations import MIGRATIONS
 
     old = await Database.open(tmp_path / "m.db", migrations=MIGRATIONS[:3])
     async with old.write() as conn:
@@ -192,7 +192,7 @@ async def test_windows_carry_their_handoffs_posted_date_and_duration(db: Databas
 
 
 async def test_schema_5_gives_postings_and_windows_their_handoffs_duration(tmp_path: Path) -> None:
-    from memory.migrations import MIGRATIONS
+    from memory.storage.migrations import MIGRATIONS
 
     old = await Database.open(tmp_path / "m.db", migrations=MIGRATIONS[:4])
     async with old.write() as conn:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from memory.api import Eywa
-from memory.extraction import extract_pending
-from memory.handoff_format import from_markdown
+from memory.facade import Eywa
+from memory.handoffs.extraction import extract_pending
+from memory.handoffs.format import from_markdown
 from memory.ingest import IngestReport
 from memory.settings import MemorySettings
 
@@ -250,7 +250,7 @@ async def test_forget_takes_the_subagents_mirror_files_and_an_import_does_not_br
 async def test_an_imported_handoff_without_a_transcript_is_recalled_by_its_text(
     settings: MemorySettings, tmp_path: Path
 ) -> None:
-    from memory.handoff_format import to_markdown
+    from memory.handoffs.format import to_markdown
     from memory.models import Handoff
 
     h = Handoff(

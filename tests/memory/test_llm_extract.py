@@ -14,8 +14,14 @@ from typing import Any
 import pytest
 
 from memory.errors import ExtractionError
-from memory.extract import extract_fallback
-from memory.llm_extract import HANDOFF_SCHEMA, SYSTEM_PROMPT, extract_handoff, extract_with_llm, finish_background
+from memory.handoffs.deterministic import extract_fallback
+from memory.handoffs.model_written import (
+    HANDOFF_SCHEMA,
+    SYSTEM_PROMPT,
+    extract_handoff,
+    extract_with_llm,
+    finish_background,
+)
 from memory.models import Block, BlockKind, Entry, SessionKind, Transcript
 from tests.doubles.anthropic import AnthropicDouble, cli_env, structured_output
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memory.hooks import run_session_end
-from memory.log_redact import RedactingFilter, install, redact_log_text, token_literals
+from memory.redact.logs import RedactingFilter, install, redact_log_text, token_literals
 from memory.settings import MemorySettings
 from tests.memory.hook_run import run_hook
 

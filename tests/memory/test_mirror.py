@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.mirror import handoff_relpath, legacy_relpath, remove_handoff, sync_folders, write_handoff
+from memory.storage.mirror import handoff_relpath, legacy_relpath, remove_handoff, sync_folders, write_handoff
 
 DAY = "2026-02-03T10:00:00+00:00"
 

@@ -8,9 +8,9 @@ import json
 import os
 from pathlib import Path
 
-from memory.outbox import Outbox, redact_transcript
-from memory.redact import Redactor
-from memory.remote import RemoteEywa
+from memory.redact.redactor import Redactor
+from memory.remote.client import RemoteEywa
+from memory.remote.outbox import Outbox, redact_transcript
 from tests.memory.remote_harness import closed_port, pointed, remote_service
 from tests.service.conftest import transcript_bytes
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from memory.api import Eywa
 from memory.errors import SettingsError
-from memory.privacy import PRIVATE_FILE, Privacy, load_privacy, write_private_file
+from memory.facade import Eywa
+from memory.redact.privacy import PRIVATE_FILE, Privacy, load_privacy, write_private_file
 from memory.settings import MemorySettings
 from tests.doubles.anthropic import AnthropicDouble
 from tests.memory.hook_run import run_hook

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.redact import MARKER_RE, Redactor, hides_value
-from memory.redact_gate import Anchor, Gate
+from memory.redact.gate import Anchor, Gate
+from memory.redact.redactor import MARKER_RE, Redactor, hides_value
 
 from .conftest import TRANSCRIPTS
 
@@ -451,7 +451,7 @@ def test_unchanged_is_said_of_prose_with_common_keywords_and_refused_for_a_secre
 def test_the_rules_regex_anchors_hold_where_a_newline_follows_or_precedes() -> None:
     # unchanged() joins the parts by newlines: an anchor that a part's own start or end satisfies and a
     # newline does not (^, $, \b, \Z, a negative look-behind) could hide a secret from it.
-    from memory.redact import _GATE
+    from memory.redact.redactor import _GATE
 
     patterns = [rx.pattern for regexes in _GATE._regexes.values() for rx, _ in regexes]
     assert patterns

@@ -10,9 +10,9 @@ import pytest
 
 from memory.errors import SessionNotFoundError, SettingsError
 from memory.factory import open_facts, open_memory
-from memory.remote import RemoteEywa
-from memory.remote_facts import RemoteFacts, tcl_word
-from memory.remote_http import RemoteMemoryError, RemoteUnsupportedError
+from memory.remote.client import RemoteEywa
+from memory.remote.facts import RemoteFacts, tcl_word
+from memory.remote.http import RemoteMemoryError, RemoteUnsupportedError
 from memory.settings import MemorySettings
 from tests.memory.remote_harness import client_settings, remote_service
 from tests.service.conftest import Server, claude_lines, transcript_bytes

@@ -11,7 +11,7 @@ from pathlib import Path
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from memory.remote import RemoteEywa
+from memory.remote.client import RemoteEywa
 from memory.settings import MemorySettings
 from tests.memory.remote_harness import REPO, client_env, remote_service
 from tests.service.conftest import Server, transcript_bytes

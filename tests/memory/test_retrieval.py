@@ -17,11 +17,10 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from memory import index
-from memory.db import Database
 from memory.grounding import explain_text, grounding_text, recalled_block
-from memory.query_dates import NamedDate, date_match, query_dates
-from memory.retrieval import (
+from memory.index import postings as index
+from memory.index.query_dates import NamedDate, date_match, query_dates
+from memory.index.retrieval import (
     CONTENT_DF_CAP,
     DEFAULT_CONTENT_WEIGHT,
     DEFAULT_DATE_DAYS,
@@ -33,8 +32,9 @@ from memory.retrieval import (
     retrieve,
     search_content,
 )
-from memory.tokenize import project_terms, query_terms, tokenize
-from memory.topk import DAY_S, TopK
+from memory.index.tokenize import project_terms, query_terms, tokenize
+from memory.index.topk import DAY_S, TopK
+from memory.storage.database import Database
 
 DAY = 86_400.0
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from memory import review
-from memory.api import Eywa
 from memory.errors import SessionNotFoundError
+from memory.facade import Eywa
+from memory.handoffs import review
 from memory.settings import MemorySettings
 
 

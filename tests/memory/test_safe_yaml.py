@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench._handoff_tree import hostile_frontmatters
-from memory import safe_yaml
-from memory.yaml_subset import dump_subset, load_subset
+from memory.handoffs import safe_yaml
+from memory.handoffs.yaml_subset import dump_subset, load_subset
 from tests.fuzzing import fuzz_settings
 
 DUMP_ARGS: dict[str, Any] = {"sort_keys": True, "allow_unicode": True, "default_flow_style": False, "width": 10_000}

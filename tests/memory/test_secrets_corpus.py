@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from bench.secrets_coverage import CONTEXTS, Report, Sample, load_kinds, measure, negatives, samples
-from memory.api import Eywa
-from memory.redact import Redactor
-from memory.redact_rules import TOKEN_FORMATS
+from memory.facade import Eywa
+from memory.redact.redactor import Redactor
+from memory.redact.rules import TOKEN_FORMATS
 from memory.settings import MemorySettings
 
 R = Redactor()

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from memory import index
-from memory.content_term import fts_quote
-from memory.db import Database
-from memory.retrieval import search_content
-from memory.snippet import SNIPPET_TEXT_MAX, passages, window_texts
+from memory.index import postings as index
+from memory.index.content_term import fts_quote
+from memory.index.retrieval import search_content
+from memory.index.snippets import SNIPPET_TEXT_MAX, passages, window_texts
+from memory.storage.database import Database
 
 FILLER = "the exporter streams rows to the warehouse, retries on timeouts and logs each batch it wrote. " * 30
 
@@ -25,7 +25,7 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
 
 
 def rendered(session_id: str, turns: list[str], *, started: str = "2026-03-02") -> str:
-    """A body shaped as memory/render.py writes it: a header, then one ``## `` heading a turn."""
+    """A body shaped as memory/render/markdown.py writes it: a header, then one ``## `` heading a turn."""
     head = f"# Session {session_id}\n\n- session: `{session_id}`\n- started: {started} 10:00:00 +00:00\n"
     heading = ("User", "Assistant")
     return head + "".join(f"\n## {heading[i % 2]} · 10:00:00\n\n{t}\n" for i, t in enumerate(turns))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.sources import SourceFile, discover
+from memory.sources.discover import SourceFile, discover
 
 from .conftest import TRANSCRIPTS
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from memory.api import Eywa
 from memory.errors import SettingsError
+from memory.facade import Eywa
 from memory.settings import MemorySettings
 from memory.spend import Spend, day_start, record_spend, spent_today
 from tests.doubles.anthropic import AnthropicDouble, Reply, structured_output

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory.tokenize import fold, keyword_terms, normalize_term, project_terms, query_terms, tokenize
+from memory.index.tokenize import fold, keyword_terms, normalize_term, project_terms, query_terms, tokenize
 
 
 def test_lowercases_and_drops_stopwords_and_short_tokens() -> None:
@@ -34,7 +34,7 @@ def test_punctuation_and_unicode_split_cleanly() -> None:
 def test_normalize_term_gives_lowercase_hyphenated_form() -> None:
     assert normalize_term("  Eywa MCP ") == "eywa-mcp"
     assert normalize_term("score_handoffs") == "score-handoffs"
-    assert normalize_term("memory/db.py") == "memory-db-py"
+    assert normalize_term("memory/storage/database.py") == "memory-db-py"
     assert normalize_term("--") == ""
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from memory.models import BlockKind, SessionKind, Transcript
-from memory.transcript import PROSE_FACTOR, parse_claude_file
+from memory.sources.claude import PROSE_FACTOR, parse_claude_file
 
 from .conftest import TRANSCRIPTS
 
@@ -414,7 +414,7 @@ def test_100_mb_transcript_parses_within_300_mb_peak_rss(tmp_path: Path) -> None
     big = tmp_path / "big.jsonl"
     _write_big_transcript(big, 100 * 1024 * 1024)
     code = (
-        "import re, sys; from pathlib import Path; from memory.transcript import parse_claude_file; "
+        "import re, sys; from pathlib import Path; from memory.sources.claude import parse_claude_file; "
         "[t] = parse_claude_file(Path(sys.argv[1])); assert len(t.entries) > 10000, len(t.entries); "
         "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))"
     )
@@ -428,8 +428,8 @@ def test_100_mb_transcript_parses_within_300_mb_peak_rss(tmp_path: Path) -> None
 
 
 def test_two_tool_input_keys_redacted_alike_keep_both_values() -> None:
-    from memory.jsonl import TextClipper
-    from memory.redact import Redactor
+    from memory.redact.redactor import Redactor
+    from memory.sources.jsonl import TextClipper
 
     a, b = "sk-proj-" + "A1b2C3d4E5" * 4, "sk-proj-" + "F6g7H8i9J0" * 4
     value, dropped = TextClipper(Redactor(()), 1000).value({a: "one", b: "two", "plain": "three"})

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from memory.api import Eywa
+from memory.facade import Eywa
 from memory.grounding import explain_text
-from memory.handoff_format import from_markdown, to_markdown
+from memory.handoffs.format import from_markdown, to_markdown
 from memory.hooks import project_for
 from memory.models import Handoff
-from memory.privacy import Privacy, write_private_file
-from memory.remote import RemoteEywa
+from memory.redact.privacy import Privacy, write_private_file
+from memory.remote.client import RemoteEywa
 from memory.settings import MemorySettings
-from memory.worktree_paths import is_worktree, project_root, worktree_projects
+from memory.sources.worktrees import is_worktree, project_root, worktree_projects
 from service.web.queries import list_sessions
 from tests.memory.conftest import offline_settings
 from tests.memory.remote_harness import remote_service

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.api import Eywa
+from memory.facade import Eywa
 from memory.settings import MemorySettings
 from relay.codex import CodexEngine
 from tests.doubles.openai import OpenAIDouble, codex_env, write_codex_config

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from memory.api import Eywa
+from memory.facade import Eywa
 from memory.settings import MemorySettings
 from relay.settings import RelaySettings, read_config_toml
 from tests.doubles.anthropic import AnthropicDouble

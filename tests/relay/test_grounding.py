@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.api import Eywa
-from memory.handoff_format import to_markdown
+from memory.facade import Eywa
+from memory.handoffs.format import to_markdown
 from memory.models import Handoff
 from memory.settings import MemorySettings
 from relay.grounding import MAX_FACT_LINES, build_grounding, default_rules, ensure_rules_file, quote_recalled

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.api import Eywa
+from memory.facade import Eywa
 from memory.settings import MemorySettings
 from relay.claude_options import claude_cli_path
 from relay.codex import CodexEngine

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.api import Eywa
+from memory.facade import Eywa
 from memory.settings import MemorySettings
 from memory.spend import Spend, record_spend
 from relay.events import Usage

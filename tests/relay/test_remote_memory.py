@@ -7,8 +7,8 @@ import json
 import sqlite3
 from pathlib import Path
 
-from memory.remote import RemoteEywa
-from memory.remote_facts import RemoteFacts
+from memory.remote.client import RemoteEywa
+from memory.remote.facts import RemoteFacts
 from tests.doubles.anthropic import AnthropicDouble
 from tests.memory.remote_harness import remote_service
 from tests.relay.test_cli import macupos

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memory.api import Eywa
+from memory.facade import Eywa
 from memory.settings import MemorySettings
 from relay.artifacts import read_header
 from relay.codex import CodexEngine

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from memory.api import Eywa
+from memory.facade import Eywa
 from relay.approvals import ApprovalDecision, ApprovalRequest
 from relay.codex import CodexTurn
 from relay.errors import RelayTimeoutError, SessionError, SessionNotFoundError

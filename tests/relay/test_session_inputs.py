@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.api import Eywa
+from memory.facade import Eywa
 from relay.codex import CodexEngine
 from relay.errors import LoginError, SessionError
 from relay.login import CLAUDE_LOGIN_FIX, CODEX_LOGIN_FIX, is_codex_unauthorized

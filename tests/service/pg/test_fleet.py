@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from bench._synthetic import build, generate
-from memory.db import Database
+from memory.storage.database import Database
 from service.pg.link import PgLink
 from service.pg.migrate import from_sqlite
 from tests.service.conftest import transcript_bytes

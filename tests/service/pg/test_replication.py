@@ -16,10 +16,10 @@ from typing import cast
 import psycopg
 import pytest
 
-from memory import replicate
-from memory.api import Eywa
-from memory.db import Database
 from memory.errors import SessionNotFoundError
+from memory.facade import Eywa
+from memory.replica import rows as replicate
+from memory.storage.database import Database
 from service.pg.store import PgTenant, PgTenantStore, pg_store
 from service.settings import ServiceSettings
 from tests.service.conftest import claude_lines, memory_settings, transcript_bytes

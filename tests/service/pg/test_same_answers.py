@@ -17,9 +17,9 @@ from typing import Any, cast
 from bench._synthetic import build, generate
 from bench.latency import query_mix
 from bench.locomo import questions, sessions_of, write_transcripts
-from memory.api import Eywa
-from memory.db import Database
-from memory.retrieval import retrieve
+from memory.facade import Eywa
+from memory.index.retrieval import retrieve
+from memory.storage.database import Database
 from service.pg.link import PgLink
 from service.pg.migrate import from_sqlite
 from service.pg.store import PgTenantStore, pg_store

@@ -1,5 +1,5 @@
-"""The three descriptions of the memory schema agree: memory/migrations.py (what a memory database is),
-memory/replicate.py (what a copy replicates) and service/pg/migrations.py (what PostgreSQL holds). A memory
+"""The three descriptions of the memory schema agree: memory/storage/migrations.py (what a memory database is),
+memory/replica/rows.py (what a copy replicates) and service/pg/migrations.py (what PostgreSQL holds). A memory
 migration that adds a table or a column fails here until the other two follow it."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import psycopg
 
-from memory.db import Database
-from memory.replicate import MIRRORS, mirror
+from memory.replica.rows import MIRRORS, mirror
+from memory.storage.database import Database
 from service.pg.migrations import TENANT_TABLES
 
 # Derived again on every copy, never replicated: FTS5's own tables and views.

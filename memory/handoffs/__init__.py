@@ -1,0 +1,47 @@
+"""Handoffs: their markdown-with-frontmatter format, the deterministic and the model-written extraction, the
+extraction step of ingest, adopting a tree of handoff files, and the owner's review.
+
+The names below are this package's surface: other packages import them from here, never from a module
+inside (tests/test_project_rules.py). They load on first use, so importing the package costs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memory.handoffs.adopt import ImportReport as ImportReport
+    from memory.handoffs.extraction import extract_pending as extract_pending
+    from memory.handoffs.format import from_markdown as from_markdown
+    from memory.handoffs.review import ReviewError as ReviewError
+    from memory.handoffs.review import correct as correct
+    from memory.handoffs.review import count_pending as count_pending
+    from memory.handoffs.review import keep as keep
+    from memory.handoffs.review import pending as pending
+else:
+    from memory._lazy import surface
+
+    __getattr__, __dir__ = surface(
+        __name__,
+        {
+            "ImportReport": "memory.handoffs.adopt",
+            "ReviewError": "memory.handoffs.review",
+            "correct": "memory.handoffs.review",
+            "count_pending": "memory.handoffs.review",
+            "extract_pending": "memory.handoffs.extraction",
+            "from_markdown": "memory.handoffs.format",
+            "keep": "memory.handoffs.review",
+            "pending": "memory.handoffs.review",
+        },
+    )
+
+__all__ = [
+    "ImportReport",
+    "ReviewError",
+    "correct",
+    "count_pending",
+    "extract_pending",
+    "from_markdown",
+    "keep",
+    "pending",
+]

@@ -1,0 +1,109 @@
+"""Handoff review, kept in memory itself: which handoffs wait for the owner's look, and the three answers.
+
+A handoff is born ``review = 'pending'`` (a re-extraction keeps the state it had); an imported file, a
+correction included, is ``'kept'``: the owner wrote or read it. The chat's buttons (bot/review.py) and the
+web pages (service/web) both answer here, so a handoff kept in one is no longer waiting in the other:
+
+- keep: ``review = 'kept'``;
+- forget: :meth:`Eywa.forget` (the session, its subagents and their handoffs leave memory for good);
+- correct: the correction is appended to the handoff's insights as "Correction from the owner (DATE): …",
+  ``source: correction``, and the handoff re-imported (so retrieval and the mirror see it), which keeps it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memory.errors import HandoffFormatError, MemoryStoreError, SessionNotFoundError
+from memory.facade import Eywa
+from memory.factory import Memory
+from memory.handoffs.format import from_markdown, to_markdown
+from memory.storage.rows import HANDOFF_COLS, HandoffRow, handoff_from_row
+
+__all__ = ["PENDING", "ReviewError", "correct", "correction_note", "count_pending", "keep", "pending"]
+
+PENDING = "pending"
+KEPT = "kept"
+MAX_CORRECTION = 4000  # characters: a correction is a note, not a second handoff
+
+
+class ReviewError(MemoryStoreError):
+    """A review answer that cannot be carried out (no such handoff, an unreadable one, an empty correction)."""
+
+    def __init__(self, session_id: str, reason: str) -> None:
+        super().__init__(f"{session_id}: {reason}")
+        self.session_id = session_id
+        self.reason = reason
+
+
+async def keep(memory: Memory, session_id: str) -> bool:
+    """Mark the handoff kept; False when memory has no handoff of that id (forgotten meanwhile, say), or when
+    memory is a service's (its review state is the server's own, kept on its pages)."""
+    if not isinstance(memory, Eywa):
+        return False
+    async with memory.db.write() as conn:
+        cur = await conn.execute("UPDATE handoffs SET review = ? WHERE session_id = ?", (KEPT, session_id))
+        return bool(cur.rowcount)
+
+
+def correction_note(text: str, when: datetime | None = None) -> str:
+    stamp = (when or datetime.now(UTC)).strftime("%Y-%m-%d")
+    return f"Correction from the owner ({stamp}): {' '.join(text.split())}"
+
+
+async def correct(memory: Memory, session_id: str, text: str, *, scratch: Path) -> str:
+    """Store ``text`` as the owner's correction of the handoff; returns the note stored.
+
+    ``scratch`` is a folder for the one-file import (the memory's own tmp, the bot's, a tenant's spool)."""
+    words = " ".join(text.split())
+    if not words:
+        raise ReviewError(session_id, "the correction is empty")
+    if len(words) > MAX_CORRECTION:
+        raise ReviewError(session_id, f"the correction is longer than {MAX_CORRECTION} characters")
+    row = (await memory.show(session_id)).handoff  # SessionNotFoundError when memory has neither
+    if row is None:
+        raise SessionNotFoundError(session_id)
+    try:
+        handoff = from_markdown(row.markdown)
+    except HandoffFormatError as exc:
+        raise ReviewError(session_id, f"the stored handoff is unreadable: {exc.reason}") from exc
+    note = correction_note(words)
+    corrected = replace(handoff, insights=[*handoff.insights, note], source="correction")
+    await asyncio.to_thread(scratch.mkdir, parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=scratch) as folder:
+        path = Path(folder) / "correction.md"
+        await asyncio.to_thread(path.write_text, to_markdown(corrected), encoding="utf-8")
+        report = await memory.import_dir(Path(folder))
+    if report.imported != 1:
+        why = report.rejected[0][1].replace(str(path), "the correction") if report.rejected else "not imported"
+        raise ReviewError(session_id, f"the correction could not be stored: {why}")
+    return note
+
+
+def _where(project: str | None) -> tuple[str, list[str]]:
+    where = "review = 'pending' AND parent_id = ''"
+    args: list[str] = []
+    if project:
+        where += " AND EXISTS (SELECT 1 FROM json_each(handoffs.projects) WHERE lower(value) = lower(?))"
+        args.append(project)
+    return where, args
+
+
+async def pending(eywa: Eywa, *, limit: int = 20, offset: int = 0, project: str | None = None) -> list[HandoffRow]:
+    """The handoffs waiting for review, newest first; subagents' and linked Codex rollouts' aside (they are
+    read with their parent)."""
+    where, args = _where(project)
+    sql = f"SELECT {HANDOFF_COLS} FROM handoffs WHERE {where} ORDER BY ts DESC, session_id LIMIT ? OFFSET ?"
+    rows = await eywa.db.read(lambda conn: conn.execute(sql, (*args, limit, offset)).fetchall())
+    return [handoff_from_row(r) for r in rows]
+
+
+async def count_pending(eywa: Eywa, *, project: str | None = None) -> int:
+    where, args = _where(project)
+    sql = f"SELECT count(*) FROM handoffs WHERE {where}"
+    row = await eywa.db.read(lambda conn: conn.execute(sql, args).fetchone())
+    return int(row[0]) if row else 0

@@ -1,0 +1,41 @@
+"""The memory service's client behind the same facade: `RemoteEywa`, its HTTP client and the durable
+outbox of transcript snapshots.
+
+The names below are this package's surface: other packages import them from here, never from a module
+inside (tests/test_project_rules.py). They load on first use, so importing the package costs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memory.remote.http import KEY_FIX as KEY_FIX
+    from memory.remote.http import RemoteMemoryError as RemoteMemoryError
+    from memory.remote.http import ServiceClient as ServiceClient
+    from memory.remote.http import ServiceUnreachableError as ServiceUnreachableError
+    from memory.remote.http import Timeouts as Timeouts
+    from memory.remote.outbox import Outbox as Outbox
+else:
+    from memory._lazy import surface
+
+    __getattr__, __dir__ = surface(
+        __name__,
+        {
+            "KEY_FIX": "memory.remote.http",
+            "Outbox": "memory.remote.outbox",
+            "RemoteMemoryError": "memory.remote.http",
+            "ServiceClient": "memory.remote.http",
+            "ServiceUnreachableError": "memory.remote.http",
+            "Timeouts": "memory.remote.http",
+        },
+    )
+
+__all__ = [
+    "KEY_FIX",
+    "Outbox",
+    "RemoteMemoryError",
+    "ServiceClient",
+    "ServiceUnreachableError",
+    "Timeouts",
+]

@@ -1,0 +1,408 @@
+"""`RemoteEywa`: the :class:`~memory.facade.Eywa` facade over the memory service (`macupos serve`).
+
+Same methods, same dataclasses, so the CLI, the hooks, the MCP server, the relay and the bot do not know
+which memory they hold (memory.factory picks). Transcripts leave the machine redacted, through the durable
+outbox (memory.remote.outbox); everything else is one bounded HTTP request (memory.remote.http). What works on
+the local files only (recover, re-extracting a stored session, linking a rollout) says so in one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import gzip
+import json
+import logging
+import stat
+import tarfile
+import tempfile
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+from memory.errors import DestinationError, HandoffFormatError, SessionNotFoundError, SourceUnreadableError
+from memory.facade import Grounding, SessionView
+from memory.grounding import MAX_GROUNDING, grounding_text
+from memory.handoffs.adopt import BATCH_FILES, ImportReport, read_handoff_file, walk_tree
+from memory.index.retrieval import ContentHit
+from memory.ingest import IngestReport, ProgressFn
+from memory.models import LineProblem, SessionKind
+from memory.redact.privacy import load_privacy
+from memory.redact.redactor import Redactor
+from memory.remote.http import RemoteMemoryError, RemoteUnsupportedError, ServiceClient, Timeouts
+from memory.remote.outbox import Entry, FlushReport, Outbox
+from memory.remote.rows import content_hit, handoff_row, listed_row, scored
+from memory.remote.upload import SentIndex, Stamp, is_private, upload_name
+from memory.settings import MemorySettings
+from memory.sources.discover import discover
+from memory.storage.database import Database
+from memory.storage.files import write_atomic
+from memory.storage.mirror import sync_folders
+from memory.storage.rows import HandoffRow, SessionRow
+
+__all__ = ["RemoteEywa"]
+
+logger = logging.getLogger(__name__)
+
+_EXPORT_MAX_FILE = 1024 * 1024  # a handoff in an export is at most what an upload may be
+_PAGE = 500  # the service's largest handoff page
+_FLUSH_WAIT_S = 60.0
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # gone since it was found: reported when it is read
+        return 0
+
+
+def _check_file(path: Path) -> None:
+    """SourceUnreadableError unless ``path`` is a regular file (as the local ``extract`` checks)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise SourceUnreadableError(path, exc.strerror or str(exc)) from exc
+    if not stat.S_ISREG(mode):
+        raise SourceUnreadableError(
+            path, "a folder, not a transcript file" if stat.S_ISDIR(mode) else "not a regular file"
+        )
+
+
+def _session_path(session_id: str) -> str:
+    return "/v1/sessions/" + quote(session_id, safe="/")
+
+
+class RemoteEywa:
+    """Open with ``await RemoteEywa.open(settings)``; close with :meth:`close` (or ``async with``).
+
+    ``db`` is None, or (``local_db=True``, for the relay and the bot) the local memory database that keeps
+    what stays on this machine: the cost ledger.
+    """
+
+    def __init__(self, settings: MemorySettings, client: ServiceClient, db: Database | None = None) -> None:
+        self.settings = settings
+        self.client = client
+        self.db = db
+        self.redactor = Redactor(settings.own_secrets)
+        self.outbox = Outbox(settings.outbox_dir)
+        self.last_flush: FlushReport | None = None
+
+    @classmethod
+    async def open(
+        cls, settings: MemorySettings, *, timeouts: Timeouts | None = None, local_db: bool = False
+    ) -> RemoteEywa:
+        db = await Database.open(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms) if local_db else None
+        return cls(settings, ServiceClient(settings.memory_url, settings.api_key, timeouts or Timeouts()), db)
+
+    async def close(self) -> None:
+        try:
+            await self.client.aclose()
+        finally:
+            if self.db is not None:
+                await self.db.close()
+
+    async def __aenter__(self) -> RemoteEywa:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -- transcripts: redacted into the outbox, then sent ---------------------------------------------
+
+    async def ingest(
+        self,
+        paths: Sequence[Path] = (),
+        *,
+        force: bool = False,
+        extract: bool = True,
+        use_llm: bool | None = None,
+        progress: ProgressFn | None = None,
+    ) -> IngestReport:
+        """Queue each transcript file under ``paths`` (redacted), then flush the outbox. The service
+        extracts the handoffs itself (``extract`` and ``use_llm`` are its business); ``force`` sends files
+        whose source did not change since the last send too."""
+        del extract, use_llm
+        s = self.settings
+        found = await asyncio.to_thread(
+            discover, paths, claude_projects_dir=s.claude_projects_dir, codex_sessions_dir=s.codex_sessions_dir
+        )
+        report = IngestReport()
+        report.missing = [str(p) for p in found.missing]
+        report.unreadable = [(str(p), why) for p, why in found.unreadable]
+        privacy = load_privacy(s)
+        sent = SentIndex(self.outbox.folder).load()
+        pending = {e.name for e in self.outbox.entries()}
+        total = sum(_size(f.path) for f in found.files)
+        done = 0
+        for src in found.files:
+            name = upload_name(src, s)
+            try:
+                stamp = Stamp.of(src.path)
+                if not force and name not in pending and sent.get(name) == stamp:
+                    report.files_seen += 1
+                    report.files_unchanged += 1
+                    continue
+                if await asyncio.to_thread(is_private, src.path, privacy):
+                    report.sessions_private += 1
+                    continue
+                note = {"size": stamp.size, "mtime_ns": stamp.mtime_ns}
+                await asyncio.to_thread(self.outbox.enqueue, src.path, name, self.redactor, note)
+            except OSError as exc:
+                report.unreadable.append((str(src.path), exc.strerror or str(exc)))
+                continue
+            report.files_seen += 1
+            done += stamp.size
+            if progress is not None:
+                progress(done, total, str(src.path))
+        # Another flush (a hook's, another session's end) may hold the outbox: wait for it, then send ours.
+        flushed = await self.sync(wait_s=_FLUSH_WAIT_S)
+        for entry, answer in flushed.sent:
+            _count(report, entry, answer)
+        report.unreadable += [(name, why) for name, why in flushed.rejected]
+        return report
+
+    async def sync(self, *, wait_s: float = 0.0) -> FlushReport:
+        """Send what waits in the outbox (memory.remote.outbox); ``last_flush`` keeps the report."""
+        flushed = await self.outbox.flush(self._send, wait_s=wait_s)
+        stamps = {
+            e.name: Stamp(int(e.note["size"]), int(e.note["mtime_ns"]))
+            for e, _ in flushed.sent
+            if "size" in e.note and "mtime_ns" in e.note
+        }
+        await asyncio.to_thread(SentIndex(self.outbox.folder).record, stamps)
+        self.last_flush = flushed
+        return flushed
+
+    async def _send(self, entry: Entry) -> dict[str, Any]:
+        body = await asyncio.to_thread(lambda: gzip.compress(entry.body.read_bytes(), compresslevel=6))
+        response = await self.client.request(
+            "POST",
+            "/v1/transcripts",
+            params={"name": entry.name},
+            content=body,
+            headers={"Content-Encoding": "gzip", "Content-Type": "application/x-ndjson"},
+            read_timeout=self.client.timeouts.upload,
+        )
+        answer: dict[str, Any] = response.json()
+        return answer
+
+    # -- reading ---------------------------------------------------------------------------------------
+
+    async def get(
+        self,
+        query: str = "",
+        *,
+        project: str | None = None,
+        days_back: float | None = None,
+        max_handoffs: int | None = None,
+        as_of: datetime | None = None,
+        viewer: Path | None = None,
+        branch: str | None = None,
+    ) -> Grounding:
+        """The service's grounding; handoffs naming a private project (but ``viewer``'s) are left out here."""
+        k = min(MAX_GROUNDING, max_handoffs or self.settings.max_handoffs)
+        params = {
+            "q": query,
+            "project": project or None,
+            "days_back": days_back,
+            "max": k,
+            "as_of": as_of.isoformat() if as_of is not None else None,
+            "explain": "1",
+            "branch": branch or None,
+        }
+        items = (await self.client.request("GET", "/v1/get", params=params)).json()
+        hidden = load_privacy(self.settings).without(viewer).names
+        results = [r for r in map(scored, items) if not hidden.intersection(r.projects)]
+        texts = await asyncio.gather(*(self.handoff_markdown(r.session_id) for r in results))
+        markdowns = {r.session_id: t for r, t in zip(results, texts, strict=True) if t is not None}
+        return Grounding(results, grounding_text(results, markdowns), markdowns)
+
+    async def search(self, query: str, limit: int = 10, *, viewer: Path | None = None) -> list[ContentHit]:
+        del viewer  # this machine's private sessions are never sent; the service knows no folders
+        items = (await self.client.request("GET", "/v1/search", params={"q": query, "limit": limit})).json()
+        return [content_hit(item) for item in items]
+
+    async def hidden_from(self, viewer: Path | None, session_ids: Sequence[str]) -> set[str]:
+        """None: the service holds no session of this machine's private projects (they are never sent)."""
+        del viewer, session_ids
+        return set()
+
+    async def _text(self, path: str, **params: str) -> str | None:
+        """A text answer, or None for a 404."""
+        response = await self.client.request("GET", path, params=params, ok=(200, 404))
+        return response.text if response.status_code == 200 else None
+
+    async def handoff_markdown(self, session_id: str) -> str | None:
+        """One session's handoff file, or None when it has none (or there is no such session)."""
+        return await self._text(_session_path(session_id), format="handoff")
+
+    async def show(self, session_id: str) -> SessionView:
+        handoff_md, session_md = await asyncio.gather(
+            self.handoff_markdown(session_id), self._text(_session_path(session_id), format="markdown")
+        )
+        if handoff_md is None and session_md is None:
+            raise SessionNotFoundError(session_id)
+        handoff = None
+        if handoff_md is not None:
+            try:
+                handoff = handoff_row(handoff_md)
+            except HandoffFormatError as exc:
+                raise RemoteMemoryError(f"memory service: the handoff of {session_id} does not read: {exc}") from exc
+        session = None
+        if session_md is not None:
+            kind = handoff.kind if handoff is not None else SessionKind.MAIN
+            parent = handoff.parent_id if handoff is not None else ""
+            session = SessionRow(session_id, kind, parent, "", "", "", "", "", "", "", 0.0, 0, session_md, "", "")
+        return SessionView(session, handoff, [])
+
+    async def list_handoffs(
+        self,
+        *,
+        limit: int = 20,
+        project: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        after: tuple[float, str] | None = None,
+    ) -> list[HandoffRow]:
+        rows: list[HandoffRow] = []
+        cursor = base64.urlsafe_b64encode(json.dumps(list(after)).encode()).decode().rstrip("=") if after else None
+        while len(rows) < limit:
+            params = {
+                "limit": min(_PAGE, limit - len(rows)),
+                "project": project or None,
+                "since": since.isoformat() if since is not None else None,
+                "until": until.isoformat() if until is not None else None,
+                "cursor": cursor,
+            }
+            page = (await self.client.request("GET", "/v1/handoffs", params=params)).json()
+            rows += [listed_row(item) for item in page["handoffs"]]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                break
+        return rows[:limit]
+
+    async def stats(self) -> dict[str, Any]:
+        stats: dict[str, Any] = (await self.client.request("GET", "/v1/stats")).json()
+        waiting = self.outbox.entries()
+        return {"service": self.settings.memory_url, **stats, "outbox": len(waiting)}
+
+    # -- changing --------------------------------------------------------------------------------------
+
+    async def forget(self, session_id: str) -> list[str]:
+        response = await self.client.request("DELETE", _session_path(session_id), ok=(200, 404))
+        if response.status_code == 404:
+            raise SessionNotFoundError(session_id)
+        return [str(s) for s in response.json()["forgotten"]]
+
+    async def extract(
+        self, session_id: str | None = None, *, transcript_path: Path | None = None, use_llm: bool | None = None
+    ) -> list[HandoffRow]:
+        """Send one transcript file (redacted) and return the handoffs the service made of its sessions."""
+        del use_llm
+        if transcript_path is None:
+            if session_id is None:
+                raise ValueError("extract needs a session id or a transcript path")
+            raise RemoteUnsupportedError(
+                "re-extracting a stored session", "send its transcript again (memory extract --transcript FILE)"
+            )
+        _check_file(transcript_path)
+        report = await self.ingest([transcript_path], force=True)
+        if report.unreadable:
+            raise SourceUnreadableError(transcript_path, report.unreadable[0][1])
+        flushed = self.last_flush
+        if flushed is not None and flushed.error is not None:
+            raise flushed.error  # queued in the outbox; said, so the caller does not wait for handoffs
+        rows = [await self.handoff_markdown(sid) for sid in report.session_ids]
+        return [handoff_row(md) for md in rows if md is not None]
+
+    async def link(self, session_id: str, *, parent_id: str) -> None:
+        del session_id, parent_id
+        raise RemoteUnsupportedError("linking a Codex rollout to its session", "the rollout stays a session of its own")
+
+    async def import_dir(self, root: Path, *, batch_files: int = BATCH_FILES, workers: int = 0) -> ImportReport:
+        """Send each handoff file under ``root`` (``POST /v1/handoffs``); a refused one is reported, the
+        rest go on. Stops at the first failure that is not the file's (no answer, a refused key)."""
+        del batch_files, workers
+        report = ImportReport()
+        for path, why in await asyncio.to_thread(lambda: list(walk_tree(root))):
+            if why is not None:
+                report.rejected.append((str(path), why))
+                continue
+            try:
+                text = await asyncio.to_thread(read_handoff_file, path)
+            except SourceUnreadableError as exc:
+                report.rejected.append((str(path), exc.reason))
+                continue
+            name = path.relative_to(root).as_posix()
+            response = await self.client.request(
+                "POST", "/v1/handoffs", params={"name": name}, content=self.redactor(text).encode(), ok=(200, 400, 409)
+            )
+            if response.status_code == 200:
+                report.imported += 1
+            else:
+                report.rejected.append((str(path), str(response.json().get("error", {}).get("message", ""))))
+        return report
+
+    async def export_dir(self, root: Path) -> int:
+        """Every handoff of the service's export as ``root/YYYY/MM/DD/<session>.md``; the archive's other
+        parts (facts) and anything that is not a plain handoff file are left out."""
+        if root.exists() and not root.is_dir():
+            raise DestinationError(root, "not a folder")
+        with tempfile.TemporaryFile() as fh:
+            await self.download("/v1/export", fh)
+            fh.seek(0)
+            return await asyncio.to_thread(_unpack_handoffs, fh, root)
+
+    async def download(self, path: str, out: Any) -> None:
+        response = await self.client.request("GET", path, read_timeout=self.client.timeouts.upload)
+        await asyncio.to_thread(out.write, response.content)
+
+
+def _count(report: IngestReport, entry: Entry, answer: dict[str, Any]) -> None:
+    counts = answer.get("counts", {})
+    report.sessions_new += int(counts.get("new", 0))
+    report.sessions_updated += int(counts.get("updated", 0))
+    report.sessions_unchanged += int(counts.get("unchanged", 0))
+    report.handoffs_extracted += int(answer.get("handoffs_extracted", 0))
+    report.bytes_read += int(answer.get("bytes", 0))
+    report.session_ids += [str(s) for s in answer.get("sessions", [])]
+    for reason, n in answer.get("lines_skipped", {}).items():
+        report.lines_skipped[str(reason)] += int(n)
+    for p in answer.get("first_problems", [])[:20]:
+        report.problems.append(LineProblem(entry.source, int(p.get("line", 0)), str(p.get("reason", ""))))
+
+
+def _unpack_handoffs(fh: Any, root: Path) -> int:
+    """The ``handoffs/`` members of an export archive, written under ``root``; a member that is not a
+    regular file, climbs out, or is too big is skipped."""
+    n = 0
+    folders: set[Path] = set()
+    try:
+        with tarfile.open(fileobj=fh, mode="r:gz") as archive:
+            for member in archive:
+                rel = PurePosixPath(member.name)
+                parts = rel.parts[1:]
+                if not member.isreg() or rel.parts[:1] != ("handoffs",) or member.size > _EXPORT_MAX_FILE:
+                    continue
+                if not parts or rel.suffix != ".md" or any(p in (".", "..") or p.startswith(".") for p in parts):
+                    continue
+                src = archive.extractfile(member)
+                if src is None:
+                    continue
+                path = root.joinpath(*parts)
+                try:
+                    write_atomic(path, src.read().decode("utf-8", "replace"), sync=False)
+                except OSError as exc:
+                    raise DestinationError(path, exc.strerror or str(exc)) from exc
+                folders.add(path.parent)
+                n += 1
+    except (tarfile.TarError, EOFError, gzip.BadGzipFile) as exc:
+        raise RemoteMemoryError(f"memory service: the export is not a readable gzip tar archive ({exc})") from exc
+    if n:
+        sync_folders(root, folders)
+    return n
