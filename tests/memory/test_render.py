@@ -222,8 +222,8 @@ def test_tool_input_key_order_does_not_change_the_output() -> None:
 _SUBPROCESS_RENDER = """
 import sys
 from pathlib import Path
-from memory.render.markdown.markdown import render_markdown
-from memory.sources.discover.claude import parse_claude_file
+from memory.render.markdown import render_markdown
+from memory.sources.claude import parse_claude_file
 out = []
 for name in sys.argv[1:]:
     for t in parse_claude_file(Path(name)):
