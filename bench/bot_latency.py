@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import tempfile
 import time
@@ -24,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from bench._harness import emit
 from bot.auth import REFUSAL_TEXT
 from tests.bot.app_harness import FAST, OWNER, harness
 from tests.bot.test_app_security import _stranger_update
@@ -91,10 +91,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     result = asyncio.run(main_async(args))
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    emit(result, args.json)
 
 
 if __name__ == "__main__":

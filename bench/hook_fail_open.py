@@ -4,7 +4,7 @@ Two kinds of unreachable on 127.0.0.1: a port where nothing listens (refused at 
 socket that listens but never accepts or answers: the connection is made, no byte comes back). Measured:
 
 - in process: `run_session_start` (the hook's own work, imports already done), N runs each;
-- the whole hook command (`python -m bot.cli memory hook session-start`, interpreter start-up and imports
+- the whole hook command (`python -m macupos memory hook session-start`, interpreter start-up and imports
   included), beside the same command with local memory and no database (the baseline every hook pays).
 
 Run: .venv/bin/python -m bench.hook_fail_open [--runs 5] [--json]
@@ -73,7 +73,7 @@ def command(home: Path, url: str) -> float:
         env |= {"MACUPOS_MEMORY_URL": url, "MACUPOS_API_KEY": KEY}
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "memory", "hook", "session-start"],
+        [sys.executable, "-m", "macupos", "memory", "hook", "session-start"],
         input=json.dumps(PAYLOAD),
         capture_output=True,
         text=True,

@@ -64,7 +64,7 @@ if spec.get("batch_files"):
             return f"imported {r.imported} rejected {len(r.rejected)}"
     out = asyncio.run(run())
 else:
-    from bot.cli import main
+    from macupos.cli import main
     try:
         main(["memory", *spec["argv"]])
     except SystemExit as e:

@@ -28,7 +28,7 @@ def measure(path: Path, home: Path) -> tuple[float, float]:
     code = (
         "import resource, subprocess, sys, time;"
         "t = time.perf_counter();"
-        "r = subprocess.run([sys.executable, '-m', 'bot.cli', 'memory', 'ingest', sys.argv[1], '--quiet'],"
+        "r = subprocess.run([sys.executable, '-m', 'macupos', 'memory', 'ingest', sys.argv[1], '--quiet'],"
         " stdout=subprocess.DEVNULL);"
         "d = time.perf_counter() - t;"
         "print(d, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, r.returncode)"

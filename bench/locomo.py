@@ -239,7 +239,7 @@ def main() -> None:
             write_transcripts(sample, folder)
             env = {**os.environ, "MACUPOS_HOME": str(home), "MACUPOS_MEMORY_LLM": "0", "HOME": str(home)}
             subprocess.run(
-                [sys.executable, "-m", "bot.cli", "memory", "ingest", str(folder), "--no-llm", "--quiet"],
+                [sys.executable, "-m", "macupos", "memory", "ingest", str(folder), "--no-llm", "--quiet"],
                 env=env,
                 cwd=ROOT,
                 check=True,

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import resource
 import shutil
@@ -45,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench._harness import emit
 from bot.app import BotApp
 from bot.services import Tuning
 from relay.claude_options import claude_cli_path
@@ -341,10 +341,7 @@ def main() -> None:
         result.update(asyncio.run(run_bot(tmp, args.rounds, args.window)))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    text = json.dumps(result, indent=2, ensure_ascii=False)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    emit(result, args.json, ensure_ascii=False)
 
 
 if __name__ == "__main__":

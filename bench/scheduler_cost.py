@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import statistics
 import tempfile
@@ -41,6 +40,7 @@ from types import SimpleNamespace
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
+from bench._harness import emit
 from bot.profiles import DEFAULT_PROFILE
 from bot.schedule_commands import ScheduleCommands
 from bot.schedule_spec import Spec, next_fire
@@ -342,10 +342,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     result = asyncio.run(main_async(args))
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    emit(result, args.json)
 
 
 if __name__ == "__main__":

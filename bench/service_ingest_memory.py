@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -35,11 +34,12 @@ from typing import Any
 
 import httpx
 
+from bench._harness import wait_serving
 from bench.latency import pct
 from bench.synth_transcript import write_transcript
 
 ROOT = Path(__file__).resolve().parents[1]
-_MAIN = "import sys; from bot.cli import main; sys.argv[0] = 'macupos'; main()"
+_MAIN = "import sys; from macupos.cli import main; sys.argv[0] = 'macupos'; main()"
 _WRITERS = ("w0", "w1", "w2", "w3")
 
 
@@ -97,21 +97,7 @@ def serving(home: Path, src: Path, log: Path, env: dict[str, str]) -> Iterator[t
             stderr=out,
         )
     try:
-        deadline = time.monotonic() + 60
-        url = ""
-        while True:
-            if not url and (found := re.search(r"listening on (http://127\.0\.0\.1:\d+)", log.read_text())):
-                url = found.group(1)
-            if url:
-                try:
-                    httpx.get(f"{url}/healthz", timeout=5).raise_for_status()
-                    break
-                except httpx.TransportError:
-                    pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"macupos serve did not start:\n{log.read_text(errors='replace')}")
-            time.sleep(0.05)
-        yield url, proc.pid
+        yield wait_serving(proc, log, r"listening on (http://127\.0\.0\.1:\d+)", 60), proc.pid
     finally:
         proc.terminate()
         proc.wait(timeout=120)

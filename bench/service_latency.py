@@ -19,7 +19,6 @@ import gzip
 import json
 import os
 import random
-import re
 import resource
 import shutil
 import statistics
@@ -36,6 +35,7 @@ from typing import Any
 
 import httpx
 
+from bench._harness import wait_serving
 from bench._synthetic import build, generate
 from bench.latency import pct, query_mix
 from bench.synth_transcript import write_transcript
@@ -92,21 +92,7 @@ def serving(home: Path, *args: str, log: Path, start_s: float = 60) -> Iterator[
             [str(MACUPOS), "serve", "--port", "0", "--rate", "0", *args], env=_env(home), stdout=err, stderr=err
         )
     try:
-        deadline = time.monotonic() + start_s
-        url = ""
-        while True:
-            if not url and (found := re.search(r"listening on (\S+)", log.read_text(errors="replace"))):
-                url = found.group(1)
-            if url:
-                try:
-                    httpx.get(f"{url}/healthz", timeout=5)
-                    break
-                except httpx.TransportError:
-                    pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"macupos serve did not start:\n{log.read_text(errors='replace')}")
-            time.sleep(0.05)
-        yield url, proc.pid
+        yield wait_serving(proc, log, r"listening on (\S+)", start_s), proc.pid
     finally:
         proc.terminate()
         proc.wait(timeout=120)

@@ -40,14 +40,13 @@ import sys
 import tempfile
 import time
 import wave
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bot.voice.snap import choose
+from bot.voice.snap import choose, edit_distance
 from bot.voice.speak import Speaker, encode_ogg_opus
 from bot.voice.transcribe import CODING_TERMS, Transcriber, Transcript
 
@@ -143,15 +142,6 @@ def normalize(text: str) -> list[str]:
     for split, whole in _COMPOUNDS.items():
         joined = joined.replace(f" {split} ", f" {whole} ")
     return joined.split()
-
-
-def edit_distance(ref: Sequence[str], hyp: Sequence[str]) -> int:
-    row = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        prev, row[0] = row[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
-    return row[-1]
 
 
 def decisive_right(sentence: Sentence, hypothesis: str) -> bool:

@@ -127,7 +127,7 @@ class BotApp:
         except MemoryStoreError as exc:
             logger.warning("facts store unavailable: %s", exc)
             facts = None
-        ledger: Ledger | None = Ledger(eywa.db) if eywa.db is not None else None
+        ledger: Ledger | None = Ledger(eywa)
         if ledger is not None and not await ledger.available():
             ledger = None
         # The app-server starts on the first Codex call, so a bot whose sessions never use Codex never pays for it.

@@ -117,10 +117,14 @@ class BranchDesk:
         state = self.services.state
         return await state.new_callback(b.chat_id, user_id, BRANCH_ACTION, payload, _TTL_S, group=group)
 
-    async def _confirm(self, b: Branch, user_id: int, yes_op: str) -> tuple[str, str]:
-        """A confirm prompt's yes and cancel buttons: pressing either retires both."""
-        yes = await self._button(b, user_id, yes_op)
-        return yes, await self._button(b, user_id, "cancel", group=yes)
+    async def _confirm(self, b: Branch, user_id: int, question: str, yes: tuple[str, str], no_label: str) -> None:
+        """Ask ``question`` in the branch's chat with a yes button (``yes``: its label and op) and a cancel one:
+        pressing either retires both."""
+        yes_label, yes_op = yes
+        yes_token = await self._button(b, user_id, yes_op)
+        no_token = await self._button(b, user_id, "cancel", group=yes_token)
+        buttons = [[(yes_label, yes_token), (no_label, no_token)]]
+        await self.services.sender.send(b.chat_id, question, html_text=False, buttons=buttons)
 
     # -- the buttons -------------------------------------------------------------------------------
 
@@ -177,25 +181,19 @@ class BranchDesk:
             if remote is None:  # removed since the merge offered it
                 await self._say(chat_id, f"❌ {b.branch}: the project has no remote to push {b.base} to.")
                 return "No remote."
-            yes, no = await self._confirm(b, user_id, "push-confirmed")
-            await s.sender.send(
-                chat_id,
-                f"Push {b.base} to {remote}?",
-                html_text=False,
-                buttons=[[("⬆️ Push", yes), ("✖️ Cancel", no)]],
-            )
+            await self._confirm(b, user_id, f"Push {b.base} to {remote}?", ("⬆️ Push", "push-confirmed"), "✖️ Cancel")
             return "Confirm the push."
         if op == "push-confirmed":
             line = await git_call(self.services, push, repo, b.base)
             await self._say(chat_id, f"⬆️ {line[:1].upper()}{line[1:]}.")
             return "Pushed."
         if op == "discard":
-            yes, no = await self._confirm(b, user_id, "discard-confirmed")
-            await s.sender.send(
-                chat_id,
+            await self._confirm(
+                b,
+                user_id,
                 f"Discard {b.branch}? Its worktree is removed and the branch deleted.",
-                html_text=False,
-                buttons=[[("🗑 Discard", yes), ("✖️ Keep", no)]],
+                ("🗑 Discard", "discard-confirmed"),
+                "✖️ Keep",
             )
             return "Confirm the discard."
         if op == "discard-confirmed":
@@ -204,12 +202,12 @@ class BranchDesk:
             if commits or dirty:
                 what = [f"{commits} commit(s) not merged into {b.base}"] if commits else []
                 what += ["changes never committed"] if dirty else []
-                yes, no = await self._confirm(b, user_id, "discard-for-good")
-                await s.sender.send(
-                    chat_id,
+                await self._confirm(
+                    b,
+                    user_id,
                     f"⚠️ {b.branch} has {' and '.join(what)}. Discarding loses them for good.",
-                    html_text=False,
-                    buttons=[[("🗑 Discard for good", yes), ("✖️ Keep", no)]],
+                    ("🗑 Discard for good", "discard-for-good"),
+                    "✖️ Keep",
                 )
                 return "Its work is not merged: confirm again."
             return await self._discard(b, repo)

@@ -1,4 +1,20 @@
-"""One rooted error hierarchy for the Telegram front; every error carries the fields a caller needs."""
+"""One rooted error hierarchy for the Telegram front; every error carries the fields a caller needs.
+
+Every error the bot raises on purpose is a :class:`BotError`. The tree (a class defined in another module
+names it)::
+
+    BotError
+        VoiceError
+            VoiceModelError
+        SpeechError
+            SpeechUnavailableError
+        ChatBusyError
+        InboxError
+        LaneError
+        ConfigError
+        ScheduleSpecError  (bot.schedule_cron)
+        SpendCapReached  (bot.spend_caps: also a RelayError, so the relay ends the stage it is raised in)
+"""
 
 from __future__ import annotations
 

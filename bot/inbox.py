@@ -22,6 +22,7 @@ import unicodedata
 from pathlib import Path
 
 from bot.errors import InboxError
+from memory.storage import write_all
 
 __all__ = ["INBOX", "MAX_NAME_BYTES", "safe_name", "save"]
 
@@ -93,9 +94,7 @@ def _write_new(folder: int, name: str, data: bytes) -> str | None:
     except FileExistsError:
         return None
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
     except OSError:
         os.close(fd)
         os.unlink(name, dir_fd=folder)  # no half-written file left behind

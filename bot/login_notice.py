@@ -6,15 +6,9 @@ per instruction. It is said again only after a turn of that engine went through 
 
 from __future__ import annotations
 
-import logging
-
-from telegram.error import TelegramError
-
 from bot.progress import Sender
 
 __all__ = ["LoginNotices"]
-
-logger = logging.getLogger(__name__)
 
 
 class LoginNotices:
@@ -27,10 +21,9 @@ class LoginNotices:
         if (chat_id, engine) in self._told:
             return False
         self._told.add((chat_id, engine))
-        try:
-            await self.sender.send(chat_id, f"🔑 {message}, then send the instruction again.", html_text=False)
-        except TelegramError as exc:
-            logger.warning("could not tell chat %s about the %s login: %s", chat_id, engine, exc)
+        await self.sender.notice(
+            chat_id, f"🔑 {message}, then send the instruction again.", f"about the {engine} login"
+        )
         return True
 
     def clear(self, chat_id: int, engine: str) -> None:

@@ -3,16 +3,10 @@
 
 from __future__ import annotations
 
-import logging
-
-from telegram.error import TelegramError
-
 from bot.services import Services
 from memory import day_start
 
 __all__ = ["BudgetNotice"]
-
-logger = logging.getLogger(__name__)
 
 
 class BudgetNotice:
@@ -34,7 +28,4 @@ class BudgetNotice:
             f"💸 Memory's daily budget ({budget}) for writing handoffs with the model is spent: until tomorrow "
             "handoffs are written without it (the deterministic summary). /cost shows the spend."
         )
-        try:
-            await s.sender.send(chat_id, text, html_text=False)
-        except TelegramError as exc:
-            logger.warning("could not tell chat %s that memory's budget is spent: %s", chat_id, exc)
+        await s.sender.notice(chat_id, text, "that memory's budget is spent")

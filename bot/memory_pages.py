@@ -3,7 +3,7 @@ Mini App, ``/graph [ROOT]`` sends the facts graph as a picture.
 
 The pages are served by ``macupos serve --local`` (the owner's memory, on 127.0.0.1 behind the owner's
 HTTPS proxy at ``MACUPOS_PUBLIC_URL``), which logs the owner in with Telegram's signed initData: the bot
-itself serves no HTTP. The graph is the web page's drawing (service/web/graph.py) as a PNG.
+itself serves no HTTP. The graph is the web page's drawing (memory/facts/graph.py) as a PNG.
 """
 
 from __future__ import annotations
@@ -55,8 +55,7 @@ class MemoryPages:
 
     async def graph(self, chat_id: int, root: str) -> None:
         """The facts graph from ``root`` (or every fact) as a PNG: at most ~40 nodes drawn, the rest counted."""
-        from service.web.graph import build_graph  # Pillow and the drawing only when a graph is asked for
-        from service.web.graph_png import graph_png
+        from memory.facts import build_graph, graph_png  # numpy, Pillow and the drawing only when one is asked for
 
         s = self.services
         root = " ".join(root.split())[:_ROOT_CHARS]

@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, Self, TypeVar
 
-__all__ = ["ModelThread"]
+__all__ = ["ModelOwner", "ModelThread"]
 
 _R = TypeVar("_R")
 
@@ -33,3 +33,44 @@ class ModelThread:
     def shutdown(self) -> None:
         """Wait for the work already queued, then stop the thread."""
         self._executor.shutdown(wait=True)
+
+
+class ModelOwner:
+    """Owns a local model loaded once on its ModelThread: ``load`` ahead of time or on first use (``_ensure_model``
+    in the thread), ``aclose`` (or ``async with``) to stop. A subclass says how the model loads (``_load``)."""
+
+    def __init__(self, thread: ModelThread) -> None:
+        self._model: Any = None
+        self._thread = thread
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    async def load(self) -> None:
+        """Load the model now (idempotent); its first use loads it otherwise."""
+        await self._thread.run(self._ensure_model)
+
+    async def aclose(self) -> None:
+        """Stop the worker thread after the work already queued; the model is dropped."""
+        await asyncio.to_thread(self.close)
+
+    def close(self) -> None:
+        """Blocking ``aclose`` for synchronous owners (fixtures, benchmarks, the CLI's ``doctor``)."""
+        self._thread.shutdown()
+        self._model = None
+
+    # --- worker thread only below this line ---
+
+    def _ensure_model(self) -> None:
+        if self._model is None:
+            self._model = self._load()
+
+    def _load(self) -> Any:
+        raise NotImplementedError

@@ -38,9 +38,10 @@ another zone. For the same reason a spec keeps its instants at fixed offsets (th
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Literal
+from typing import Literal, TypeVar
 from zoneinfo import ZoneInfo
 
 from bot.schedule_cron import CronExpr, ScheduleSpecError, day_runs, next_wall_fire
@@ -89,6 +90,7 @@ Kind = Literal["once", "interval", "cron"]
 MIN_INTERVAL = timedelta(minutes=1)
 AT_EXAMPLES = ("/at 18:30 run the tests", "/at 30m check the build", "/at tomorrow 9:00 review the open PRs")
 EVERY_EXAMPLES = ("/every 2h check the build", "/every weekday 09:00 run the tests", "/every 0 9 * * 1-5 run the tests")
+_Read = TypeVar("_Read")  # what a command's reader finds: an instant (/at) or a spec (/every)
 _FIELDS_OF: dict[str, set[str]] = {"once": {"at"}, "interval": {"every", "anchor"}, "cron": {"cron"}}
 
 
@@ -290,21 +292,31 @@ def _with_examples(error: ScheduleSpecError, examples: tuple[str, ...]) -> Sched
     return error if error.examples else ScheduleSpecError(error.problem, *examples)
 
 
+def _read_command(
+    tokens: list[Token], read: Callable[[], tuple[_Read, int] | None], say: str, what: str, examples: tuple[str, ...]
+) -> tuple[_Read, int]:
+    """What ``read`` finds first in a command's words, and where the instruction starts; errors carry ``examples``."""
+    try:
+        if not tokens:
+            raise ScheduleSpecError(f"Say {say}, then what to do")
+        found = read()
+        if found is None:
+            raise ScheduleSpecError(f"I could not read '{tokens[0].raw}' as {what}")
+    except ScheduleSpecError as error:
+        raise _with_examples(error, examples) from None
+    return found
+
+
 def parse_at(args: str, now: datetime, tz: ZoneInfo) -> tuple[Spec, str]:
     """``/at WHEN TEXT`` → the once-spec and the instruction; ScheduleSpecError (for the chat) when unreadable."""
     now = _now(now)
     tokens = tokenize(args)
-    try:
-        if not tokens:
-            raise ScheduleSpecError("Say when, then what to do")
-        found = _read_when(tokens, 0, now, tz, spoken=False)
-        if found is None:
-            raise ScheduleSpecError(f"I could not read '{tokens[0].raw}' as a time")
-    except ScheduleSpecError as error:
-        raise _with_examples(error, AT_EXAMPLES) from None
-    spec, text = Spec.once(found[0].astimezone(tz)), text_from(args, tokens, found[1])
+    when, end = _read_command(
+        tokens, lambda: _read_when(tokens, 0, now, tz, spoken=False), "when", "a time", AT_EXAMPLES
+    )
+    spec, text = Spec.once(when.astimezone(tz)), text_from(args, tokens, end)
     if not text:
-        raise ScheduleSpecError(f"What should I do on {when_text(found[0], tz)}? Say it after the time", AT_EXAMPLES[0])
+        raise ScheduleSpecError(f"What should I do on {when_text(when, tz)}? Say it after the time", AT_EXAMPLES[0])
     return spec, text
 
 
@@ -312,15 +324,10 @@ def parse_every(args: str, now: datetime, tz: ZoneInfo) -> tuple[Spec, str]:
     """``/every SPEC TEXT`` → the repeating spec and the instruction; ScheduleSpecError when unreadable."""
     now = _now(now)
     tokens = tokenize(args)
-    try:
-        if not tokens:
-            raise ScheduleSpecError("Say how often, then what to do")
-        found = _read_every(tokens, 0, now, tz, spoken=False)
-        if found is None:
-            raise ScheduleSpecError(f"I could not read '{tokens[0].raw}' as a schedule")
-    except ScheduleSpecError as error:
-        raise _with_examples(error, EVERY_EXAMPLES) from None
-    spec, text = found[0], text_from(args, tokens, found[1])
+    spec, end = _read_command(
+        tokens, lambda: _read_every(tokens, 0, now, tz, spoken=False), "how often", "a schedule", EVERY_EXAMPLES
+    )
+    text = text_from(args, tokens, end)
     if not text:
         raise ScheduleSpecError(f"What should I do {describe(spec, tz)}? Say it after the schedule", EVERY_EXAMPLES[0])
     return spec, text

@@ -20,8 +20,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from telegram.error import TelegramError
-
 from bot.schedule_spec import ScheduleSpecError, Spec, next_fire
 from bot.services import Services
 from bot.sessions import ChatSession, SessionManager, Task
@@ -151,7 +149,4 @@ class Scheduler:
                 await self.services.state.schedule_result(int(task.origin.split(":", 1)[1]), status, cost)
 
     async def _say(self, s: Schedule, text: str) -> None:
-        try:
-            await self.services.sender.send(s.chat_id, text, html_text=False)
-        except TelegramError as exc:
-            logger.warning("could not tell chat %s about schedule %s: %s", s.chat_id, s.id, exc)
+        await self.services.sender.notice(s.chat_id, text, f"about schedule {s.id}")

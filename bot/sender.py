@@ -200,45 +200,42 @@ class Sender:
                 raise
             await go(_strip_tags(text), None)
 
-    async def document(self, chat_id: int, data: bytes, filename: str, caption: str = "") -> Message:
+    async def _upload(self, chat_id: int, send: Callable[[int | None], Awaitable[Message]]) -> Message:
+        """A file sent by ``send`` (given the lane's forum topic) in the chat's order, then recorded for its lane."""
         thread = self._thread(chat_id)
-        sent = await self._call(
+        return await self._sent(chat_id, await self._call(chat_id, lambda: send(thread)))
+
+    async def document(self, chat_id: int, data: bytes, filename: str, caption: str = "") -> Message:
+        html_caption = escape(caption[:1000]) or None
+        return await self._upload(
             chat_id,
-            lambda: self.bot.send_document(
+            lambda thread: self.bot.send_document(
                 chat_id,
                 io.BytesIO(data),
                 filename=filename,
-                caption=escape(caption[:1000]) or None,
+                caption=html_caption,
                 parse_mode="HTML",
                 message_thread_id=thread,
             ),
         )
-        return await self._sent(chat_id, sent)
 
     async def photo(self, chat_id: int, data: bytes, caption: str = "") -> Message:
-        thread = self._thread(chat_id)
-        sent = await self._call(
+        html_caption = escape(caption[:1000]) or None
+        return await self._upload(
             chat_id,
-            lambda: self.bot.send_photo(
-                chat_id,
-                io.BytesIO(data),
-                caption=escape(caption[:1000]) or None,
-                parse_mode="HTML",
-                message_thread_id=thread,
+            lambda thread: self.bot.send_photo(
+                chat_id, io.BytesIO(data), caption=html_caption, parse_mode="HTML", message_thread_id=thread
             ),
         )
-        return await self._sent(chat_id, sent)
 
     async def voice(self, chat_id: int, ogg: bytes, duration_s: int) -> Message:
         """A voice note (OGG/Opus, as Telegram clients record them), shown with its length in seconds."""
-        thread = self._thread(chat_id)
-        sent = await self._call(
+        return await self._upload(
             chat_id,
-            lambda: self.bot.send_voice(
+            lambda thread: self.bot.send_voice(
                 chat_id, io.BytesIO(ogg), duration=duration_s, filename="answer.ogg", message_thread_id=thread
             ),
         )
-        return await self._sent(chat_id, sent)
 
     @contextlib.asynccontextmanager
     async def showing(self, chat_id: int, action: str) -> AsyncIterator[None]:
@@ -263,6 +260,14 @@ class Sender:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+    async def notice(self, chat_id: int, text: str, about: str) -> None:
+        """Plain ``text`` beside the work it reports on, which goes on: a failure to send is logged (the chat could
+        not be told ``about``: "about the memory fault"), never raised."""
+        try:
+            await self.send(chat_id, text, html_text=False)
+        except TelegramError as exc:
+            logger.warning("could not tell chat %s %s: %s", chat_id, about, exc)
 
     async def send_web_app(self, chat_id: int, text: str, label: str, url: str) -> Message:
         """An HTML message with one button that opens ``url`` as a Telegram Mini App (private chats only)."""

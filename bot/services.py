@@ -10,8 +10,6 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from telegram.error import TelegramError
-
 from bot.progress import DOCUMENT_THRESHOLD, Sender
 from bot.settings import BotSettings, Project
 from bot.state import BotState
@@ -88,8 +86,7 @@ class Services:
 
     def storage_fault(self) -> StorageError | None:
         """The last storage fault memory met (damaged pages, a full disk…), or None."""
-        db = self.eywa.db  # None for a memory service's client without a local database
-        return (db.last_fault if db is not None else None) or self.facts_fault
+        return self.eywa.last_fault or self.facts_fault
 
     async def tell_storage_fault(self, chat_id: int) -> None:
         """Say a storage fault in the chat once (per kind), after the run it touched; runs go on without memory."""
@@ -101,7 +98,4 @@ class Services:
             f"⚠️ Memory is unavailable: {fault}\n"
             "Runs go on without it (no recalled handoffs or facts) until it is fixed and the bot restarted."
         )
-        try:
-            await self.sender.send(chat_id, text, html_text=False)
-        except TelegramError as exc:
-            logger.warning("could not tell chat %s about the memory fault: %s", chat_id, exc)
+        await self.sender.notice(chat_id, text, "about the memory fault")

@@ -1,23 +1,26 @@
-"""Typed settings for the bot, built once at the edge from the environment and an optional ``.env`` file.
+"""Typed settings for the bot, built once at the edge from the loaded configuration (memory/config/loader.py: the
+environment over ``.env`` over config.toml).
 
-Library code never reads ``os.environ``: ``macupos bot`` and ``macupos doctor`` pass the environment here
-once. The merged mapping (environment over ``.env``) is kept as ``env`` because it is also what the
-relay settings and the Claude Code and Codex CLIs inherit.
+Library code never reads ``os.environ``: the composition root (macupos/cli.py) loads the configuration once and
+passes it here. The merged mapping (environment over ``.env``) is kept as ``env`` because it is also what
+the relay settings and the Claude Code and Codex CLIs inherit.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal, cast
+from typing import Any, Literal, TypeVar, cast
 from urllib.parse import urlsplit
 
 from bot.errors import ConfigError
-from bot.settings_agents import budgets, count, first_user, trigger_settings
+from bot.settings_agents import budgets, count, trigger_settings
 from memory import MemorySettings, SettingsError
+from memory.config import find_dotenv as _find_dotenv
+from memory.config import parse_dotenv, public_url, read_dotenv, telegram_user_ids
 
 __all__ = [
     "BOT_ENV_VARS",
@@ -32,6 +35,8 @@ __all__ = [
     "find_dotenv",
     "parse_dotenv",
 ]
+
+T = TypeVar("T")
 
 DEFAULT_API_URL = "https://api.telegram.org"
 DEFAULT_RPA_TRIGGER = "run the relay"
@@ -72,7 +77,6 @@ BOT_ONLY_SECRETS = frozenset({"TELEGRAM_BOT_TOKEN", "MACUPOS_TRIGGER_SECRET"})
 _PROJECT_NAME = re.compile(r"^[\w.-]+$")
 # `name=path:private` in MACUPOS_PROJECTS: memory leaves the project alone (memory.redact.privacy).
 PRIVATE_MARK = ":private"
-_DOTENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,19 +152,24 @@ class BotSettings:
         env: Mapping[str, str],
         *,
         dotenv: Path | None = None,
+        toml: Mapping[str, Any] | None = None,
         cwd: Path | None = None,
         require: bool = True,
     ) -> BotSettings:
-        """Settings from an environment mapping plus an optional ``.env`` file; the environment wins.
+        """Settings from an environment mapping plus an optional ``.env`` file (the environment wins) and the
+        parsed config.toml (``None``: memory reads the file itself).
+
+        The root passes memory.config.load_config's ``env`` and ``toml``, the `.env` file already merged in.
 
         ``require=False`` lets a missing token or allowlist through (as empty values) so that
         ``macupos doctor`` can report them beside everything else; the bot itself always requires them.
         Raises ConfigError naming the variable for anything missing or malformed.
         """
-        merged: dict[str, str] = {}
-        if dotenv is not None:
-            merged.update(_read_dotenv(dotenv))
-        merged.update(env)
+        try:
+            # The environment over the .env file, as memory.config.load_config merges them for every command.
+            merged = {**read_dotenv(dotenv), **env} if dotenv is not None else dict(env)
+        except SettingsError as exc:
+            raise _config_error(exc) from exc
         here = cwd if cwd is not None else Path.cwd()
 
         token = merged.get("TELEGRAM_BOT_TOKEN", "").strip()
@@ -169,8 +178,8 @@ class BotSettings:
                 "TELEGRAM_BOT_TOKEN",
                 "not set; create a bot with @BotFather and put its token in the environment or .env",
             )
-        allowed = _user_ids(merged.get("MACUPOS_ALLOWED_USERS", ""))
-        if require and not allowed:
+        users = _checked(telegram_user_ids, merged.get("MACUPOS_ALLOWED_USERS", ""))
+        if require and not users:
             raise ConfigError(
                 "MACUPOS_ALLOWED_USERS",
                 "not set; the bot refuses to start without an allowlist. Put your numeric Telegram user id "
@@ -182,9 +191,9 @@ class BotSettings:
                 "MACUPOS_WHISPER_BACKEND", f"must be one of {', '.join(WHISPER_BACKENDS)}, not {backend!r}"
             )
         try:
-            memory = MemorySettings.from_env(merged)
+            memory = MemorySettings.from_env(merged, toml=toml)
         except SettingsError as exc:
-            raise ConfigError(exc.setting, str(exc).removeprefix(f"{exc.setting}: ")) from exc
+            raise _config_error(exc) from exc
         projects = _projects(merged.get("MACUPOS_PROJECTS", ""), here)
         marked = tuple(p.path for p in projects if p.private and p.path not in memory.private_projects)
         return cls(
@@ -192,20 +201,20 @@ class BotSettings:
             # it (and the hooks) through the file the bot keeps (bot.project_memory).
             memory=replace(memory, private_projects=(*memory.private_projects, *marked)),
             token=token,
-            allowed_users=allowed,
+            allowed_users=frozenset(users),
             projects=projects,
             api_url=_api_url(merged.get("MACUPOS_TELEGRAM_API_URL", "")),
             whisper_model=merged.get("MACUPOS_WHISPER_MODEL", "").strip(),
             whisper_backend=cast(WhisperBackend, backend),
             voice_confirm=_flag("MACUPOS_VOICE_CONFIRM", merged.get("MACUPOS_VOICE_CONFIRM", "")),
             webhook_url=_webhook(merged.get("MACUPOS_WEBHOOK_URL", "")),
-            public_url=_public_url(merged.get("MACUPOS_PUBLIC_URL", "")),
+            public_url=_checked(public_url, merged.get("MACUPOS_PUBLIC_URL", "")),
             approval_timeout_s=_seconds(
                 "MACUPOS_APPROVAL_TIMEOUT_S", merged.get("MACUPOS_APPROVAL_TIMEOUT_S", ""), DEFAULT_APPROVAL_TIMEOUT_S
             ),
             rpa_trigger=" ".join(merged.get("MACUPOS_RPA_TRIGGER", "").split()) or DEFAULT_RPA_TRIGGER,
             max_parallel=count("MACUPOS_MAX_PARALLEL", merged.get("MACUPOS_MAX_PARALLEL", ""), DEFAULT_MAX_PARALLEL),
-            owner_id=first_user(merged.get("MACUPOS_ALLOWED_USERS", "")),
+            owner_id=users[0] if users else 0,
             **trigger_settings(merged),
             **budgets(merged, [p.name for p in projects]),
             env=MappingProxyType(merged),
@@ -213,18 +222,23 @@ class BotSettings:
 
 
 def find_dotenv(env: Mapping[str, str], cwd: Path) -> Path | None:
-    """The ``.env`` to read: ``$MACUPOS_ENV_FILE`` if set, else ``./.env``, else ``$MACUPOS_HOME/.env``."""
-    explicit = env.get("MACUPOS_ENV_FILE", "").strip()
-    if explicit:
-        path = _home_path("MACUPOS_ENV_FILE", explicit)
-        if not path.is_file():
-            raise ConfigError("MACUPOS_ENV_FILE", f"{path} is not a file")
-        return path
-    candidates = [cwd / ".env"]
-    home = env.get("MACUPOS_HOME", "").strip()
-    if home:
-        candidates.append(_home_path("MACUPOS_HOME", home) / ".env")
-    return next((p for p in candidates if p.is_file()), None)
+    """The ``.env`` to read (memory.config.find_dotenv), a bad ``MACUPOS_ENV_FILE`` as a ConfigError."""
+    try:
+        return _find_dotenv(env, cwd)
+    except SettingsError as exc:
+        raise _config_error(exc) from exc
+
+
+def _config_error(exc: SettingsError) -> ConfigError:
+    return ConfigError(exc.setting, str(exc).removeprefix(f"{exc.setting}: "))
+
+
+def _checked(parse: Callable[[str], T], raw: str) -> T:
+    """A shared parser's value (memory/config/loader.py), its SettingsError as the bot's ConfigError."""
+    try:
+        return parse(raw)
+    except SettingsError as exc:
+        raise _config_error(exc) from exc
 
 
 def _home_path(variable: str, raw: str) -> Path:
@@ -232,60 +246,6 @@ def _home_path(variable: str, raw: str) -> Path:
         return Path(raw).expanduser()
     except RuntimeError:  # "~name" of a user this machine does not know
         raise ConfigError(variable, f"{raw!r} names an unknown user's home folder") from None
-
-
-def parse_dotenv(text: str) -> dict[str, str]:
-    """``KEY=value`` lines as docker, systemd and python-dotenv agree on them: comments, ``export``, quotes.
-
-    No variable expansion: a token or key containing ``$`` stays as written.
-    """
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        match = _DOTENV_LINE.match(line)
-        if match is None:
-            continue  # not an assignment: ignored, as python-dotenv does
-        key, raw = match.group(1), match.group(2)
-        out[key] = _dotenv_value(raw)
-    return out
-
-
-def _dotenv_value(raw: str) -> str:
-    if len(raw) >= 2 and raw[0] == raw[-1] == "'":
-        return raw[1:-1]
-    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
-        body = raw[1:-1]
-        return body.replace("\\n", "\n").replace('\\"', '"').replace("\\\\", "\\")
-    # An unquoted value ends at a " #" comment.
-    hash_at = raw.find(" #")
-    return (raw[:hash_at] if hash_at >= 0 else raw).strip()
-
-
-def _read_dotenv(path: Path) -> dict[str, str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError("MACUPOS_ENV_FILE", f"cannot read {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError("MACUPOS_ENV_FILE", f"{path} is not UTF-8 text") from exc
-    return parse_dotenv(text)
-
-
-def _user_ids(raw: str) -> frozenset[int]:
-    ids: set[int] = set()
-    for part in raw.replace(";", ",").split(","):
-        item = part.strip()
-        if not item:
-            continue
-        if not (item.isascii() and item.isdigit()) or int(item) == 0:  # "²" is a digit int() refuses
-            raise ConfigError(
-                "MACUPOS_ALLOWED_USERS",
-                f"{item!r} is not a numeric Telegram user id (use ids such as 123456789, not @usernames)",
-            )
-        ids.add(int(item))
-    return frozenset(ids)
 
 
 def _projects(raw: str, cwd: Path) -> tuple[Project, ...]:
@@ -338,15 +298,6 @@ def _webhook(raw: str) -> str | None:
     if not parts.hostname or parts.path in ("", "/"):
         # The path is where the bot listens behind the proxy: without one it would guess it from the host.
         raise ConfigError("MACUPOS_WEBHOOK_URL", f"{url!r} needs a host and a path, e.g. https://bot.example.org/tg")
-    return url
-
-
-def _public_url(raw: str) -> str:
-    url = raw.strip().rstrip("/")
-    if url and (not url.startswith("https://") or not urlsplit(url).hostname):
-        raise ConfigError(
-            "MACUPOS_PUBLIC_URL", f"{url!r} must be an https:// URL (Telegram opens Mini Apps only over TLS)"
-        )
     return url
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from bot.errors import ConfigError
 from bot.profiles import check_profile
 
-__all__ = ["budgets", "count", "first_user", "trigger_settings"]
+__all__ = ["budgets", "count", "trigger_settings"]
 
 
 def count(variable: str, raw: str, default: int) -> int:
@@ -21,11 +21,6 @@ def count(variable: str, raw: str, default: int) -> int:
     if not raw.isdigit() or not 1 <= int(raw) <= 64:
         raise ConfigError(variable, f"must be a whole number from 1 to 64, not {raw!r}")
     return int(raw)
-
-
-def first_user(raw: str) -> int:
-    first = next((p.strip() for p in raw.replace(";", ",").split(",") if p.strip()), "")
-    return int(first) if first.isascii() and first.isdigit() else 0
 
 
 def trigger_settings(env: Mapping[str, str]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
+from bot.errors import BotError
 from bot.progress import escape
 from bot.settings import BotSettings
 from bot.state import BotState
@@ -32,7 +33,7 @@ Scope = Literal["day", "project", "run"]
 RUN_VAR, DAY_VAR, PROJECT_VAR = "MACUPOS_RUN_BUDGET_USD", "MACUPOS_DAILY_BUDGET_USD", "MACUPOS_PROJECT_BUDGETS"
 
 
-class SpendCapReached(RelayError):
+class SpendCapReached(BotError, RelayError):  # a RelayError: the relay ends the stage on it
     """Raised from an RPA run's event sink once a cap is reached: the relay ends the stage as it ends a failed one
     (its Claude session interrupted and ingested) and the run stops with its report."""
 

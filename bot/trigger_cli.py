@@ -5,17 +5,24 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 
 import click
 import httpx
 
 from bot.triggers import DELIVERY_HEADER, SIGNATURE_HEADER, sign
 
-__all__ = ["trigger_command"]
+__all__ = ["trigger_command", "trigger_defaults"]
 
 PORT_ENV = "MACUPOS_TRIGGER_PORT"
 SECRET_ENV = "MACUPOS_TRIGGER_SECRET"
 NOT_RUNNING = f"the bot's trigger endpoint is not running: set {PORT_ENV} and {SECRET_ENV} and restart the bot"
+
+
+def trigger_defaults(env: Mapping[str, str]) -> dict[str, str]:
+    """The options' defaults from the configuration the root loaded (environment, .env, config.toml), as the
+    bot reads them: an option on the command line still wins."""
+    return {option: env[name] for option, name in (("port", PORT_ENV), ("secret", SECRET_ENV)) if env.get(name)}
 
 
 def _server_error(response: httpx.Response) -> str:
@@ -37,15 +44,11 @@ def _server_error(response: httpx.Response) -> str:
 @click.option(
     "--port",
     type=click.IntRange(1, 65535),
-    envvar=PORT_ENV,
-    show_envvar=True,
-    help="The bot's trigger port on 127.0.0.1.",
+    help=f"The bot's trigger port on 127.0.0.1 (default: {PORT_ENV}).",
 )
 @click.option(
     "--secret",
-    envvar=SECRET_ENV,
-    show_envvar=True,
-    help=f"The shared secret; prefer {SECRET_ENV}, as a command line is visible to other users in ps.",
+    help=f"The shared secret (default: {SECRET_ENV}); prefer that, as a command line is visible to others in ps.",
 )
 @click.option("--timeout", type=click.FloatRange(0.1, 300), default=10.0, show_default=True, help="Seconds.")
 def trigger_command(

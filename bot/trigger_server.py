@@ -1,5 +1,6 @@
-"""The trigger endpoint's server: uvicorn inside the bot's own asyncio loop, on its own port, under the service's
-caps on a request head's size and time (bot.triggers is what it serves)."""
+"""The trigger endpoint's server: uvicorn inside the bot's own asyncio loop, on its own port, under the same caps
+on a request head's size and time as the memory service (memory.remote.limited_protocol; bot.triggers is what
+it serves)."""
 
 from __future__ import annotations
 
@@ -7,31 +8,15 @@ import asyncio
 import contextlib
 import logging
 import socket
-from typing import ClassVar
 
 import uvicorn
 
 from bot.triggers import Accept, ProjectResolver, TriggerLimits, build_trigger_app
-from service.http_limits import LimitedHttpTools
+from memory.remote import limited_protocol
 
 __all__ = ["TriggerServer"]
 
 logger = logging.getLogger(__name__)
-
-
-class _Protocol(LimitedHttpTools):
-    """The service's httptools protocol (caps on the request head's size and time), with our caps."""
-
-    header_bytes: ClassVar[int]
-    head_timeout_s: ClassVar[float]
-
-
-def _protocol(limits: TriggerLimits) -> type[LimitedHttpTools]:
-    return type(
-        "TriggerProtocol",
-        (_Protocol,),
-        {"header_bytes": limits.header_bytes, "head_timeout_s": limits.head_timeout_s},
-    )
 
 
 class TriggerServer:
@@ -78,7 +63,7 @@ class TriggerServer:
             self._app,
             host=self._host,
             port=self._requested_port,
-            http=_protocol(limits),
+            http=limited_protocol(limits.header_bytes, limits.head_timeout_s),
             lifespan="off",
             log_config=None,
             access_log=False,  # our own lines carry the delivery id, event and outcome

@@ -31,9 +31,11 @@ if TYPE_CHECKING:
     from memory.mcp_server import ToolState as ToolState
     from memory.mcp_server import build_server as build_server
     from memory.models import Handoff as Handoff
+    from memory.models import SessionKind as SessionKind
     from memory.settings import MemorySettings as MemorySettings
     from memory.settings import config_path as config_path
     from memory.settings import home_from_env as home_from_env
+    from memory.settings import read_config_toml as read_config_toml
     from memory.spend import MEMORY_ENGINE as MEMORY_ENGINE
     from memory.spend import day_start as day_start
     from memory.spend import spent_today as spent_today
@@ -56,6 +58,7 @@ else:
             "MemorySettings": "memory.settings",
             "MemoryStoreError": "memory.errors",
             "SCOPED_STATE_KEY": "memory.mcp_server",
+            "SessionKind": "memory.models",
             "SessionNotFoundError": "memory.errors",
             "SettingsError": "memory.errors",
             "SourceUnreadableError": "memory.errors",
@@ -70,6 +73,7 @@ else:
             "open_memory": "memory.factory",
             "parse_iso": "memory.timeutil",
             "quote_recalled": "memory.grounding",
+            "read_config_toml": "memory.settings",
             "recalled_block": "memory.grounding",
             "spent_today": "memory.spend",
             "strip_frontmatter": "memory.grounding",
@@ -89,6 +93,7 @@ __all__ = [
     "Memory",
     "MemorySettings",
     "MemoryStoreError",
+    "SessionKind",
     "SessionNotFoundError",
     "SettingsError",
     "SourceUnreadableError",
@@ -103,6 +108,7 @@ __all__ = [
     "open_memory",
     "parse_iso",
     "quote_recalled",
+    "read_config_toml",
     "recalled_block",
     "spent_today",
     "strip_frontmatter",

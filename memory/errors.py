@@ -1,4 +1,41 @@
-"""One rooted error hierarchy for the memory core; every error carries the fields a caller needs."""
+"""One rooted error hierarchy for the memory core; every error carries the fields a caller needs.
+
+Every error the memory core raises on purpose is a :class:`MemoryStoreError`, so a caller that must not
+fail on memory catches that alone. The tree (a class defined in another module names it)::
+
+    MemoryStoreError
+        StorageError
+            DatabaseCorruptError
+            NotADatabaseError
+                ForeignDatabaseError
+            DiskFullError
+            ReadOnlyStorageError
+            StorageIOError
+            DatabaseLockedError
+        SchemaTooNewError
+        SourceUnreadableError
+        DestinationError
+        SettingsError  (also a ValueError)
+        SessionNotFoundError
+        HandoffFormatError
+        ExtractionError
+        SyncError
+            SyncTimeoutError
+            SyncRefusedError
+            SyncConflictError
+        FactsError  (memory.facts.model)
+        SandboxCrash  (memory.facts.tcl)
+        ReviewError  (memory.handoffs.review)
+        HookSettingsError  (memory.hooks)
+        RemoteMemoryError  (memory.remote.http)
+            ServiceUnreachableError  (memory.remote.http)
+            RemoteUnsupportedError  (memory.remote.http)
+        ReplicaStateError  (memory.replica.rows)
+        NothingToRecoverError  (memory.storage.recover)
+        DatabaseInUseError  (memory.storage.share)
+
+The relay's "Claude Code has no session to resume" is a :class:`SessionNotFoundError` too (relay.errors).
+"""
 
 from __future__ import annotations
 

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import stat
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from memory.errors import DestinationError, SessionNotFoundError, SourceUnreadableError
+from memory.errors import DestinationError, SessionNotFoundError, SourceUnreadableError, StorageError
 from memory.grounding import MAX_GROUNDING, grounding_text
 from memory.handoffs.adopt import BATCH_FILES, ImportReport, import_tree
 from memory.handoffs.extraction import extract_pending
@@ -22,14 +24,36 @@ from memory.ingest import IngestReport, ProgressFn, ingest
 from memory.redact.privacy import hidden_sessions, load_privacy
 from memory.redact.redactor import Redactor
 from memory.settings import MemorySettings
+from memory.spend import MEMORY_ENGINE, day_start
+from memory.storage import ledger, views
 from memory.storage import rows as store
 from memory.storage.database import SCHEMA_VERSION, Database
 from memory.storage.files import write_atomic
+from memory.storage.ledger import CostEntry, CostTotal, CostView, GroupBy
 from memory.storage.mirror import handoff_relpath, remove_handoff, sync_folders
+from memory.storage.views import PAGE_BYTES, Child, SessionItem, Slice
 
-__all__ = ["Eywa", "Grounding", "ImportReport", "SessionView"]
+__all__ = ["Eywa", "Grounding", "ImportReport", "SessionView", "writes"]
 
 logger = logging.getLogger(__name__)
+
+_E = TypeVar("_E", bound="Eywa")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def writes(
+    method: Callable[Concatenate[_E, _P], Awaitable[_R]],
+) -> Callable[Concatenate[_E, _P], Coroutine[Any, Any, _R]]:
+    """Mark a public method of :class:`Eywa` that writes: it runs inside :meth:`Eywa.write_section`
+    (tests/memory/test_write_section.py finds any writing method that does not)."""
+
+    @functools.wraps(method)
+    async def in_section(self: _E, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        async with self.write_section():
+            return await method(self, *args, **kwargs)
+
+    return in_section
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +115,18 @@ class Eywa:
     ) -> None:
         await self.close()
 
+    def write_section(self) -> AbstractAsyncContextManager[None]:
+        """The one hook around every public writing method (:func:`writes`; re-entered when one calls
+        another). None here: a store whose writes must hold a lock of its own overrides it (the PostgreSQL
+        store's fleet-wide write section of a tenant, service/pg/store.py)."""
+        return contextlib.nullcontext()
+
+    @property
+    def last_fault(self) -> StorageError | None:
+        """The last storage fault the database met (damaged pages, a full disk…), or None."""
+        return self.db.last_fault
+
+    @writes
     async def ingest(
         self,
         paths: Sequence[Path] = (),
@@ -170,6 +206,7 @@ class Eywa:
             subagents = [str(r[0]) for r in await cur.fetchall()]
         return SessionView(session, handoff, subagents)
 
+    @writes
     async def extract(
         self, session_id: str | None = None, *, transcript_path: Path | None = None, use_llm: bool | None = None
     ) -> list[store.HandoffRow]:
@@ -197,6 +234,13 @@ class Eywa:
         rows = [await store.get_handoff(self.db.conn, sid) for sid in ids]
         return [r for r in rows if r is not None]
 
+    @writes
+    async def extract_pending(self, report: IngestReport, *, use_llm: bool | None = None) -> None:
+        """Extract the handoffs of every session whose extraction is pending (after an ``ingest`` with
+        ``extract=False``), counted in ``report``."""
+        await extract_pending(self.db, self.settings, report, use_llm=use_llm, redactor=self.redactor)
+
+    @writes
     async def link(self, session_id: str, *, parent_id: str) -> None:
         """Link a session (e.g. a Codex rollout a Claude session caused) to its parent as a subagent session.
 
@@ -229,6 +273,7 @@ class Eywa:
             after=after,
         )
 
+    @writes
     async def forget(self, session_id: str) -> list[str]:
         """Remove a session, its handoff, its subagents, their index entries and mirror files. It stays
         forgotten: a later ingest or import of it leaves it out."""
@@ -243,6 +288,7 @@ class Eywa:
                 remove_handoff(self.settings.handoffs_dir, sid, date)
         return [sid for sid, _ in removed]
 
+    @writes
     async def import_dir(self, root: Path, *, batch_files: int = BATCH_FILES, workers: int = 0) -> ImportReport:
         """Adopt handoff files (this format or eywa-mcp's) from a folder tree; a file wins over the stored row.
 
@@ -287,32 +333,74 @@ class Eywa:
                 yield handoff_relpath(str(sid), str(date)), str(markdown)
 
     async def stats(self) -> dict[str, Any]:
-        conn = self.db.conn
+        return {"database": str(self.db.path), "schema_version": SCHEMA_VERSION, **await views.counts(self.db.conn)}
 
-        async def scalar(sql: str) -> int:
-            async with conn.execute(sql) as cur:
-                row = await cur.fetchone()
-            return int(row[0]) if row and row[0] is not None else 0
+    # -- read models of the pages (service/web) and the service's routes -------------------------------
 
-        kinds: dict[str, int] = {}
-        async with conn.execute("SELECT kind, count(*) FROM sessions GROUP BY kind ORDER BY kind") as cur:
-            for kind, n in await cur.fetchall():
-                kinds[str(kind)] = int(n)
-        extract: dict[str, int] = {}
-        async with conn.execute("SELECT extract_state, count(*) FROM sessions GROUP BY 1 ORDER BY 1") as cur:
-            for state, n in await cur.fetchall():
-                extract[str(state)] = int(n)
-        return {
-            "database": str(self.db.path),
-            "schema_version": SCHEMA_VERSION,
-            "sources": await scalar("SELECT count(*) FROM sources"),
-            "sessions": kinds,
-            "extraction": extract,
-            "handoffs": await scalar("SELECT count(*) FROM handoffs"),
-            "handoffs_indexed": await scalar("SELECT count(*) FROM handoffs WHERE indexed = 1"),
-            "project_terms": await scalar("SELECT count(*) FROM term_df WHERE field = 0"),
-            "keyword_terms": await scalar("SELECT count(*) FROM term_df WHERE field = 1"),
-            "postings": await scalar("SELECT count(*) FROM postings WHERE field < 2"),
-            "lines_skipped": await scalar("SELECT count(*) FROM problems"),
-            "forgotten": await scalar("SELECT count(*) FROM forgotten"),
-        }
+    async def handoff(self, session_id: str) -> store.HandoffRow | None:
+        return await store.get_handoff(self.db.conn, session_id)
+
+    async def session_row(self, session_id: str, *, transcript: bool = False) -> store.SessionRow | None:
+        """The session's row; without ``transcript`` its rendered markdown is left out (``""``)."""
+        return await store.get_session(self.db.conn, session_id, markdown=transcript)
+
+    async def is_forgotten(self, session_id: str) -> bool:
+        return await store.is_forgotten(self.db.conn, session_id)
+
+    async def source(self, path: Path | str) -> store.SourceRow | None:
+        """The source file read at ``path`` (as stored: a resolved path), or None."""
+        return await store.get_source(self.db.conn, str(path))
+
+    async def sources_holding(self, session_ids: Iterable[str], *, under: Path | None = None) -> set[Path]:
+        """Every source file (under folder ``under``) whose last read found one of ``session_ids``."""
+        return await views.sources_holding(self.db.conn, session_ids, under=under)
+
+    async def list_sessions(
+        self, *, project: str = "", kind: str = "", since: str = "", until: str = "", limit: int, offset: int = 0
+    ) -> list[SessionItem]:
+        """Newest first. ``kind`` "" lists families (sessions with no parent); a kind lists that kind alone.
+        ``since`` / ``until`` are inclusive days (YYYY-MM-DD)."""
+        return await self.db.read(
+            functools.partial(
+                views.list_sessions, project=project, kind=kind, since=since, until=until, limit=limit, offset=offset
+            )
+        )
+
+    async def children(self, session_id: str) -> list[Child]:
+        """A session's subagents and the Codex rollouts linked to it."""
+        return await self.db.read(functools.partial(views.children, session_id=session_id))
+
+    async def transcript_slice(self, session_id: str, at: int, size: int = PAGE_BYTES) -> Slice | None:
+        """The page of a session's rendered transcript that starts at byte ``at`` (cut at a turn when it can)."""
+        return await self.db.read(functools.partial(views.transcript_slice, session_id=session_id, at=at, size=size))
+
+    # -- the cost ledger ---------------------------------------------------------------------------------
+
+    async def keeps_costs(self) -> bool:
+        """Whether the database has the cost ledger (its migration has run)."""
+        return await ledger.has_ledger(self.db.conn)
+
+    @writes
+    async def record_cost(self, entry: CostEntry) -> int:
+        """Append one Claude or Codex run to the cost ledger; the row's id."""
+        ledger.check_session_engine(entry)
+        async with self.db.write() as conn:
+            return await ledger.append(conn, entry)
+
+    async def cost_totals(self, by: GroupBy = "session", *, engines: tuple[str, ...] = ()) -> list[CostTotal]:
+        """Sums per session, run or engine, largest cost first (rows without a key are left out); ``engines``
+        keeps only those engines' rows."""
+        return await ledger.totals(self.db.conn, by, engines)
+
+    async def memory_spent_today(self, timezone: str | None = None) -> float:
+        """USD memory's extractions spent since the owner's midnight (what its daily budget caps)."""
+        since = day_start(timezone or self.settings.timezone)
+        return await ledger.spent_since(self.db.conn, MEMORY_ENGINE, since)
+
+    async def linked_rollouts(self, session_id: str) -> list[Path]:
+        """The Codex rollout files a session caused, in the order they were recorded."""
+        return await ledger.linked_rollouts(self.db.conn, session_id)
+
+    async def cost_view(self, recent: int = 50) -> CostView:
+        """The cost page: totals per engine, the 20 costliest sessions, the ``recent`` latest rows."""
+        return await self.db.read(functools.partial(ledger.cost_view, recent=recent))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 from memory.settings import MemorySettings
 
 if TYPE_CHECKING:  # the CLI imports this module on every start: the memory stack only when used
+    from memory.errors import StorageError
     from memory.facade import Grounding, SessionView
     from memory.facts.api import LoadReport
     from memory.facts.tcl import ScriptResult
@@ -25,7 +26,7 @@ if TYPE_CHECKING:  # the CLI imports this module on every start: the memory stac
     from memory.ingest import IngestReport, ProgressFn
     from memory.redact.redactor import Redactor
     from memory.remote.http import Timeouts
-    from memory.storage.database import Database
+    from memory.storage.ledger import CostEntry, CostTotal, GroupBy
     from memory.storage.rows import HandoffRow
 
 __all__ = ["Facts", "Memory", "open_facts", "open_memory"]
@@ -43,8 +44,8 @@ class Memory(Protocol):
         ...
 
     @property
-    def db(self) -> Database | None:
-        """The local database (None for a service client opened without one): the cost ledger's home."""
+    def last_fault(self) -> StorageError | None:
+        """The last storage fault the local database met, or None (a service client without one: None)."""
         ...
 
     async def close(self) -> None: ...
@@ -106,6 +107,18 @@ class Memory(Protocol):
     async def export_dir(self, root: Path) -> int: ...
 
     async def stats(self) -> dict[str, Any]: ...
+
+    # The cost ledger stays in the local database (a service client keeps one only when opened with it).
+
+    async def keeps_costs(self) -> bool: ...
+
+    async def record_cost(self, entry: CostEntry) -> int: ...
+
+    async def cost_totals(self, by: GroupBy = "session", *, engines: tuple[str, ...] = ()) -> list[CostTotal]: ...
+
+    async def memory_spent_today(self, timezone: str | None = None) -> float: ...
+
+    async def linked_rollouts(self, session_id: str) -> list[Path]: ...
 
 
 class Facts(Protocol):

@@ -32,7 +32,7 @@ from memory.redact.logs import redact_log_text
 from memory.redact.privacy import load_privacy
 from memory.settings import MemorySettings
 from memory.sources.worktrees import project_root
-from memory.storage.files import write_atomic
+from memory.storage.files import stamped_sibling, write_atomic
 
 __all__ = [
     "EVENTS",
@@ -103,7 +103,8 @@ def hook_command(command: Sequence[str], event: str) -> str:
 def is_our_command(line: str) -> bool:
     """Ours: the command names ``macupos memory hook``, or ends in ``memory hook session-start|session-end``.
 
-    The second form covers ``python -m bot.cli memory hook …``, whose text never says "macupos".
+    The second form covers ``python -m bot.cli memory hook …`` (hooks installed before the root moved to macupos/),
+    whose text never says "macupos".
     """
     if HOOK_MARKER in line:
         return True
@@ -197,12 +198,7 @@ def _merged(data: dict[str, Any], command: Sequence[str] | None) -> tuple[dict[s
 
 
 def _backup(path: Path) -> Path:
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    backup = path.with_name(f"{path.name}.bak-{stamp}")
-    n = 1
-    while backup.exists():
-        backup = path.with_name(f"{path.name}.bak-{stamp}-{n}")
-        n += 1
+    backup = stamped_sibling(path, "bak")
     backup.write_bytes(path.read_bytes())
     return backup
 

@@ -1,6 +1,7 @@
 """Typed settings for the memory core, built once at the edge from an environment mapping and optional TOML.
 
-Library code never reads ``os.environ``: the CLI (or the bot) passes its environment here once.
+Library code never reads ``os.environ``: the composition root (macupos/cli.py) loads the configuration once
+(memory/config/loader.py, which states the precedence) and passes it here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from urllib.parse import urlsplit
 from memory.errors import SettingsError
 from memory.render.markdown import zone
 
-__all__ = ["MemorySettings", "config_path", "home_from_env"]
+__all__ = ["MemorySettings", "config_path", "home_from_env", "read_config_toml"]
 
 _N = TypeVar("_N", int, float)
 
@@ -78,11 +79,15 @@ class MemorySettings:
         return self.codex_home / "sessions"
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], toml_path: Path | None = None) -> MemorySettings:
-        """Build settings from an environment mapping plus the optional ``[memory]`` table of a TOML file.
+    def from_env(
+        cls, env: Mapping[str, str], toml_path: Path | None = None, *, toml: Mapping[str, Any] | None = None
+    ) -> MemorySettings:
+        """Build settings from an environment mapping plus the ``[memory]`` table of config.toml: ``toml``, the
+        document memory.config.load_config parsed, else the file at ``toml_path`` (or :func:`config_path`).
 
-        Precedence: environment over TOML over defaults. A value that cannot be used (not a number, an
-        unknown timezone, a malformed TOML file) raises :class:`SettingsError` naming the setting.
+        Precedence: environment over TOML over defaults (memory/config/loader.py states it for every part). A value
+        that cannot be used (not a number, an unknown timezone, a malformed TOML file) raises
+        :class:`SettingsError` naming the setting.
         """
         user_home = Path(env.get("HOME") or Path.home())
         for name in ("MACUPOS_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "MACUPOS_CONFIG"):
@@ -91,16 +96,11 @@ class MemorySettings:
                 raise SettingsError(name, raw, "names the home folder of a user this machine does not know")
         home = home_from_env(env)
         toml_file = toml_path or config_path(env, home)
-        table: dict[str, Any] = {}
-        if toml_file.is_file():
-            try:
-                with toml_file.open("rb") as fh:
-                    memory_table = tomllib.load(fh).get("memory", {})
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-                raise SettingsError(str(toml_file), None, f"not a readable TOML file: {exc}") from exc
-            if not isinstance(memory_table, dict):
-                raise SettingsError(f"{toml_file} [memory]", memory_table, "must be a table")
-            table = dict(memory_table)
+        document = read_config_toml(toml_file) if toml is None else toml
+        memory_table = document.get("memory", {})
+        if not isinstance(memory_table, dict):
+            raise SettingsError(f"{toml_file} [memory]", memory_table, "must be a table")
+        table: dict[str, Any] = dict(memory_table)
 
         def pick(env_key: str, toml_key: str, default: Any) -> Any:
             if env.get(env_key):
@@ -218,6 +218,17 @@ def _folders(name: str, raw: Any, user_home: Path) -> tuple[Path, ...]:
             raise SettingsError(name, item, "not an absolute folder (start it with / or ~/)")
         out.append(path)
     return tuple(dict.fromkeys(out))
+
+
+def read_config_toml(path: Path) -> dict[str, Any]:
+    """The parsed config.toml document, or {} when there is none: the one reader of that file."""
+    if not path.is_file():
+        return {}
+    try:
+        with path.open("rb") as fh:
+            return dict(tomllib.load(fh))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsError(str(path), None, f"not a readable TOML file: {exc}") from exc
 
 
 def config_path(env: Mapping[str, str], home: Path | None = None) -> Path:

@@ -1,6 +1,6 @@
 """Memory's own model spend: each handoff extraction's tokens and USD, kept as ``memory`` rows of the cost
-ledger (the ``ledger`` table of memory.db, schema 3, beside the sessions' Claude and Codex rows), and the
-daily budget that caps it (``MACUPOS_MEMORY_DAILY_BUDGET_USD``).
+ledger (memory.storage.ledger, beside the sessions' Claude and Codex rows), and the daily budget that caps
+it (``MACUPOS_MEMORY_DAILY_BUDGET_USD``).
 
 A day is the owner's (``MACUPOS_TIMEZONE``). The budget is checked before each extraction, so extractions
 that run side by side (``MACUPOS_MEMORY_CONCURRENCY``) may pass it by the price of the ones already started.
@@ -16,6 +16,8 @@ from typing import Any
 import aiosqlite
 
 from memory.render.markdown import zone
+from memory.storage import ledger
+from memory.storage.ledger import CostEntry
 
 __all__ = ["EXTRACT_STAGE", "MEMORY_ENGINE", "Spend", "day_start", "record_spend", "spend_of", "spent_today"]
 
@@ -54,32 +56,23 @@ def spend_of(model: str, usage: Mapping[str, Any] | None, cost_usd: float | None
     )
 
 
-def _now_iso(now: datetime | None = None) -> str:
-    # The ledger's own format (relay.ledger): UTC ISO 8601 with milliseconds, so rows sort and compare as text.
-    return (now or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="milliseconds")
-
-
 async def record_spend(
     conn: aiosqlite.Connection, session_id: str, spend: Spend, *, now: datetime | None = None
 ) -> None:
     """Append one ``memory`` row for the extraction of ``session_id``'s handoff (inside ``db.write()``)."""
-    await conn.execute(
-        "INSERT INTO ledger(ts, engine, session_id, stage, model, input_tokens, output_tokens, "
-        "cache_read_tokens, cache_write_tokens, cost_usd, duration_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            _now_iso(now),
-            MEMORY_ENGINE,
-            session_id,
-            EXTRACT_STAGE,
-            spend.model,
-            spend.input_tokens,
-            spend.output_tokens,
-            spend.cache_read_tokens,
-            spend.cache_write_tokens,
-            spend.cost_usd,
-            spend.duration_s,
-        ),
+    entry = CostEntry(
+        engine=MEMORY_ENGINE,
+        model=spend.model,
+        session_id=session_id,
+        stage=EXTRACT_STAGE,
+        input_tokens=spend.input_tokens,
+        output_tokens=spend.output_tokens,
+        cache_read_tokens=spend.cache_read_tokens,
+        cache_write_tokens=spend.cache_write_tokens,
+        cost_usd=spend.cost_usd,
+        duration_s=spend.duration_s,
     )
+    await ledger.append(conn, entry, now=now)
 
 
 def day_start(timezone: str, now: datetime | None = None) -> datetime:
@@ -90,9 +83,4 @@ def day_start(timezone: str, now: datetime | None = None) -> datetime:
 
 async def spent_today(conn: aiosqlite.Connection, timezone: str, *, now: datetime | None = None) -> float:
     """USD memory spent since the owner's midnight (rows without a price count as nothing)."""
-    since = _now_iso(day_start(timezone, now))
-    async with conn.execute(
-        "SELECT coalesce(sum(cost_usd), 0) FROM ledger WHERE engine = ? AND ts >= ?", (MEMORY_ENGINE, since)
-    ) as cur:
-        row = await cur.fetchone()
-    return float(row[0]) if row else 0.0
+    return await ledger.spent_since(conn, MEMORY_ENGINE, day_start(timezone, now))

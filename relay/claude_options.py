@@ -97,7 +97,7 @@ def _memory_server(settings: RelaySettings) -> dict[str, Any]:
     """Our memory MCP server (``macupos memory mcp``) on stdio, over the same home and config folders."""
     script = Path(sys.executable).parent / "macupos"
     command, args = (
-        (str(script), ["memory", "mcp"]) if script.is_file() else (sys.executable, ["-m", "bot.cli", "memory", "mcp"])
+        (str(script), ["memory", "mcp"]) if script.is_file() else (sys.executable, ["-m", "macupos", "memory", "mcp"])
     )
     mem = settings.memory
     env = {

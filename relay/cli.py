@@ -1,6 +1,6 @@
 """`macupos relay …` (click): one grounded Claude Code turn from a terminal, the same runner the bot uses.
 
-The settings are built at the edge (bot/cli.py) and handed down through ``ctx.meta[SETTINGS_KEY]`` as a
+The settings are built at the root (macupos/cli.py) and handed down through ``ctx.meta[SETTINGS_KEY]`` as a
 zero-argument factory, so a bad ``[relay]`` config only fails the relay commands. The SDKs are imported
 inside the commands: `macupos --help` must not pay a second for them.
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.decorators import FC
 
 from memory import MemoryStoreError, StorageError
 from memory.cli import StorageFaultExit
@@ -90,7 +91,7 @@ async def _ask(
 
     # With a memory service, the local database still keeps the cost ledger.
     async with await open_memory(settings.memory, local_db=True) as eywa:
-        ledger: Ledger | None = Ledger(eywa.db) if eywa.db is not None else None
+        ledger: Ledger | None = Ledger(eywa)
         if ledger is not None and not await ledger.available():
             logger.info("the memory database has no ledger table yet: costs are not recorded")
             ledger = None
@@ -112,14 +113,16 @@ async def _ask(
                 await engine.aclose()
 
 
+def _project_option(help_text: str) -> Callable[[FC], FC]:
+    """--project, the existing folder a command works in."""
+    return click.option(
+        "--project", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path), help=help_text
+    )
+
+
 @relay_group.command("ask")
 @click.argument("instruction")
-@click.option(
-    "--project",
-    required=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="The project folder Claude Code works in.",
-)
+@_project_option("The project folder Claude Code works in.")
 @click.option("--resume", metavar="SESSION", help="Continue this Claude Code session id.")
 @click.option("--json", "as_json", is_flag=True, help="Print {answer, session_id, cost_usd, tokens, duration_s}.")
 @click.option("--codex/--no-codex", default=True, show_default=True, help="Offer Claude the Codex relay tools.")
@@ -190,7 +193,7 @@ async def _run(
             progress(_stage_line(event))
 
     async with await open_memory(settings.memory, local_db=True) as eywa:
-        ledger: Ledger | None = Ledger(eywa.db) if eywa.db is not None else None
+        ledger: Ledger | None = Ledger(eywa)
         if ledger is not None and not await ledger.available():
             ledger = None
         engine = await CodexEngine.start(env=settings.env, codex_bin=settings.codex_cli)
@@ -214,12 +217,7 @@ async def _run(
 
 @relay_group.command("run")
 @click.argument("task")
-@click.option(
-    "--project",
-    required=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="The project folder the run works in.",
-)
+@_project_option("The project folder the run works in.")
 @click.option(
     "--stages",
     default="research,plan,audit,execute,review",

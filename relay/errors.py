@@ -1,6 +1,26 @@
-"""One rooted error hierarchy for the relay; every error carries the fields a caller needs."""
+"""One rooted error hierarchy for the relay; every error carries the fields a caller needs.
+
+Every error the relay raises on purpose is a :class:`RelayError`. The tree (a class defined in another
+module names it)::
+
+    RelayError
+        SessionError
+            SessionNotFoundError  (also memory's SessionNotFoundError)
+        LoginError
+        CodexError
+        RelayTimeoutError
+        ArtifactError
+        WorktreeError  (relay.worktrees.git)
+        SpendCapReached  (bot.spend_caps: also a BotError, raised by the bot's event sink inside a run)
+
+There is one "session not found": the relay's is memory's :class:`memory.SessionNotFoundError` too, with the
+relay's message and its ``stderr_tail``, so ``except SessionNotFoundError`` from either package catches it
+and every ``except SessionError`` / ``except RelayError`` still does.
+"""
 
 from __future__ import annotations
+
+from memory import SessionNotFoundError as MemorySessionNotFoundError
 
 __all__ = [
     "ArtifactError",
@@ -26,13 +46,15 @@ class SessionError(RelayError):
         self.stderr_tail = stderr_tail
 
 
-class SessionNotFoundError(SessionError):
+class SessionNotFoundError(SessionError, MemorySessionNotFoundError):
     """The session to resume does not exist for this Claude Code config dir (deleted, or from another machine)."""
 
     def __init__(self, session_id: str, *, stderr_tail: str = "") -> None:
-        super().__init__(
-            f"Claude Code has no session {session_id} to resume", session_id=session_id, stderr_tail=stderr_tail
-        )
+        # Each base's __init__ builds its own message (and cooperative super() would hand this message to
+        # memory's as a session id): set the relay's message and both bases' fields here.
+        Exception.__init__(self, f"Claude Code has no session {session_id} to resume")
+        self.session_id = session_id
+        self.stderr_tail = stderr_tail
 
 
 class LoginError(RelayError):

@@ -56,7 +56,7 @@ async def _handoff_blocks(
         grounding = await eywa.get(instruction, project=project, viewer=folder, branch=branch or None)
     except MemoryStoreError as exc:
         # A damaged or unreadable memory must not stop the session: it runs without recalled handoffs.
-        # (The fault stays in eywa.db.last_fault for the bot to tell its user once.)
+        # (The fault stays in eywa.last_fault for the bot to tell its user once.)
         logger.warning("grounding without recalled handoffs: %s", exc)
         return []
     results = [r for r in grounding.results if r.session_id != exclude]

@@ -10,8 +10,6 @@ that would end the session.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,10 +18,11 @@ from typing import Any
 from claude_agent_sdk import McpSdkServerConfig, SdkMcpTool, create_sdk_mcp_server, tool
 
 from relay.approvals import ApprovalDecision, ApprovalHandler, ApprovalRequest
-from relay.codex import CodexEngine, CodexTurn, find_rollout
+from relay.codex import CodexEngine, CodexTurn
 from relay.codex_approvals import CodexGrants
-from relay.errors import LoginError, RelayError
-from relay.events import LoginRefused, PermissionRequest, RelayEvent, StageEnd, StageStart, Usage
+from relay.codex_stage import CodexStages, StageFailure
+from relay.errors import LoginError
+from relay.events import LoginRefused, PermissionRequest, RelayEvent, StageEnd, Usage
 from relay.stages import StageConfig
 
 __all__ = ["SERVER_NAME", "TOOL_NAMES", "RelayTools", "ToolReply", "build_relay_server", "footer"]
@@ -75,6 +74,7 @@ class RelayTools:
         # What Codex asks the owner under a stage's approval policy; "allow for this session" lasts as long
         # as these tools, i.e. the Claude session they serve.
         self.approve = CodexGrants(self._announced(approve) if approve is not None else None)
+        self.codex_stages = CodexStages(engine, cwd=cwd, approve=self.approve, emit=self._emit, run_id=run_id)
 
     async def codex(self, task: str, stage: str, context: str = "") -> ToolReply:
         if not task.strip():
@@ -94,42 +94,29 @@ class RelayTools:
 
     async def _turn(self, task: str, stage: str, *, context: str, thread_id: str | None) -> ToolReply:
         config = self.stages[stage]
-        started = time.monotonic()
-        await self._emit(StageStart(run_id=self.run_id, stage=stage, engine="codex", model=config.model or ""))
-        try:
-            turn = await self.engine.run_turn(
-                task,
-                stage=stage,
-                cwd=self.cwd,
-                context=context,
-                thread_id=thread_id,
-                config=config,
-                approve=self.approve,
-            )
-        except RelayError as exc:
-            failed_thread = getattr(exc, "thread_id", "") or getattr(exc, "session_id", "") or thread_id or ""
-            elapsed = time.monotonic() - started
+        ran = await self.codex_stages.run(
+            task, stage=stage, config_name=stage, config=config, context=context, thread_id=thread_id
+        )
+        turn = ran.outcome
+        if isinstance(turn, StageFailure):
+            model = config.model or ""
             await self._emit(
                 StageEnd(
                     run_id=self.run_id,
                     stage=stage,
                     engine="codex",
-                    model=config.model or "",
-                    duration_s=elapsed,
+                    model=model,
+                    duration_s=turn.duration_s,
                     usage=Usage(),
-                    thread_id=failed_thread,
+                    thread_id=turn.thread_id,
                     ok=False,
                 )
             )
-            if failed_thread and self.on_turn is not None:
-                # The rollout of a failed turn is still worth ingesting with the session.
-                rollout = await asyncio.to_thread(find_rollout, self.engine.codex_home, failed_thread)
-                await self.on_turn(
-                    CodexTurn(failed_thread, "", config.model or "", elapsed, Usage(), rollout, "failed", stage)
-                )
-            if isinstance(exc, LoginError):
-                await self._emit(LoginRefused(exc.engine, str(exc)))
-            return ToolReply(f"Codex ({stage}) failed: {exc}", is_error=True)
+            if turn.thread_id and self.on_turn is not None:
+                await self.on_turn(turn.as_turn(stage, model))  # a failed turn's rollout is still worth ingesting
+            if isinstance(turn.error, LoginError):
+                await self._emit(LoginRefused(turn.error.engine, str(turn.error)))
+            return ToolReply(f"Codex ({stage}) failed: {turn.error}", is_error=True)
         await self._emit(
             StageEnd(
                 run_id=self.run_id,

@@ -25,9 +25,10 @@ from typing import Any, Literal
 from memory import Memory, MemoryStoreError
 from relay.approvals import ApprovalHandler
 from relay.artifacts import ArtifactHeader, artifact_name, new_run_id, store_artifact
-from relay.codex import CodexEngine, CodexTurn, find_rollout
+from relay.codex import CodexEngine, CodexTurn
 from relay.codex_approvals import CodexGrants
-from relay.errors import ArtifactError, CodexError, LoginError, RelayError
+from relay.codex_stage import CodexStages, StageFailure
+from relay.errors import ArtifactError, LoginError, RelayError
 from relay.events import StageEnd, StageStart, Usage
 from relay.ledger import Ledger
 from relay.rpa_report import RunReport, StageOutcome, phone_summary
@@ -108,6 +109,9 @@ class _Run:
         self.rollouts: list[Path] = []
         self.approved = False
         self.rounds = 0
+        self.codex_stages = CodexStages(
+            codex, cwd=project_dir, approve=self.codex_approve, emit=self.emit, run_id=run_id
+        )
 
     async def emit(self, event: Any) -> None:
         if self.on_event is not None:
@@ -136,27 +140,17 @@ class _Run:
         self, stage: str, round_: int, config_name: str, task: str, *, context: str = "", thread_id: str | None = None
     ) -> StageOutcome:
         config = self.configs[config_name]
-        await self.emit(StageStart(self.run_id, stage, "codex", config.model or "", round_))
-        started = time.monotonic()
-        try:
-            turn = await self.codex.run_turn(
-                task,
-                stage=config_name,
-                cwd=self.project_dir,
-                context=context,
-                thread_id=thread_id,
-                config=config,
-                approve=self.codex_approve,
-            )
-            if turn.status != "completed":
-                self._keep_rollout(turn.rollout_path)
-                raise CodexError(f"Codex {stage} turn ended {turn.status}", thread_id=turn.thread_id, stage=stage)
-        except RelayError as exc:
-            failed = getattr(exc, "thread_id", "") or getattr(exc, "session_id", "") or thread_id or ""
-            if failed:
-                self._keep_rollout(await asyncio.to_thread(find_rollout, self.codex.codex_home, failed))
-            await self._record_failure(stage, round_, "codex", config.model or "", started, failed, exc)
-            raise
+        ran = await self.codex_stages.run(
+            task, stage=stage, config_name=config_name, config=config, context=context, thread_id=thread_id,
+            round_=round_, completed_only=True,
+        )  # fmt: skip
+        started, turn = ran.started, ran.outcome
+        if isinstance(turn, StageFailure):
+            if turn.unfinished is not None:
+                self._keep_rollout(turn.unfinished.rollout_path)
+            self._keep_rollout(turn.rollout)
+            await self._record_failure(stage, round_, "codex", config.model or "", started, turn.thread_id, turn.error)
+            raise turn.error
         self._keep_rollout(turn.rollout_path)
         await self._ledger_codex(turn, stage)
         verdict = parse_verdict(turn.answer) if stage in ("audit", "review") else None

@@ -1,20 +1,21 @@
 """Typed settings for the relay, built once at the edge from the environment and the parsed config.toml.
 
-Library code never reads ``os.environ``: the CLI (or the bot) passes its environment here once, and the
-same mapping is what the Claude Code and Codex CLIs inherit.
+Library code never reads ``os.environ``: the composition root (macupos/cli.py) loads the configuration once
+(memory/config/loader.py states the precedence) and passes its mapping here; the same mapping is what the Claude
+Code and Codex CLIs inherit.
 """
 
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, cast
 
-from memory import MemorySettings
+# read_config_toml is memory's, named here too for the callers that build relay settings from a file.
+from memory import MemorySettings, read_config_toml
 from relay.stages import APPROVAL_POLICIES, STAGES, stage_configs
 
 __all__ = ["PERMISSION_MODES", "PermissionModeName", "RelaySettings", "read_config_toml"]
@@ -183,14 +184,3 @@ class RelaySettings:
             codex_stages=stages,
             codex_cli=_path("codex_cli", pick("MACUPOS_CODEX_CLI", "codex_cli", "")),
         )
-
-
-def read_config_toml(path: Path) -> dict[str, Any]:
-    """The parsed config.toml document, or {} when there is none (a malformed file raises ValueError)."""
-    if not path.is_file():
-        return {}
-    with path.open("rb") as fh:
-        try:
-            return dict(tomllib.load(fh))
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"{path}: {exc}") from exc

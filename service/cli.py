@@ -1,4 +1,10 @@
-"""`macupos serve`: the memory service; `macupos serve keys create|list|revoke`: its API keys."""
+"""`macupos serve`: the memory service; `macupos serve keys create|list|revoke`: its API keys.
+
+The group stands on its own click context: it takes the memory settings as the context object and its
+configuration-backed defaults (``serve_defaults``: MACUPOS_PUBLIC_URL and the rest) as the context's
+default map, both from whoever mounts it (macupos/cli.py, which loads the environment, `.env` and
+config.toml once). It reads no environment itself.
+"""
 
 from __future__ import annotations
 
@@ -8,30 +14,52 @@ import os
 import secrets
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
+from click.decorators import FC
 
-from memory import MemorySettings, MemoryStoreError
-from service.errors import ServiceError
+from memory import MemorySettings, MemoryStoreError, SettingsError
+from memory.config import public_url as _public_url
+from memory.config import telegram_user_ids
 from service.keys import SqliteKeyStore
-from service.pg.cli import DATABASE_KEY, check_database, database_url, migrate_cmd, with_link
+from service.pg.cli import DATABASE_KEY, check_database, database_url, migrate_cmd, run_closing, tenant_param, with_link
 from service.settings import MB, OWNER_ONLY_UMASK, Limits, ServiceSettings
-from service.tenants import SCOPES, KeyStore, Scope, check_tenant_name
+from service.tenants import SCOPES, KeyStore, Scope
 from service.web.settings import WebSettings
 
-__all__ = ["serve_group"]
+__all__ = ["serve_defaults", "serve_group"]
 
 R = TypeVar("R")
 _DEFAULTS = Limits()
 
+# The options whose default comes from the configuration: option name → variable. Their help names the variable.
+_FROM_CONFIG = {
+    "ingest_budget_mb": "MACUPOS_SERVICE_INGEST_BUDGET_MB",
+    "public_url": "MACUPOS_PUBLIC_URL",
+    "telegram_token": "TELEGRAM_BOT_TOKEN",
+    "telegram_users": "MACUPOS_ALLOWED_USERS",
+    "database": "MACUPOS_DATABASE_URL",
+}
+
+
+def serve_defaults(env: Mapping[str, str]) -> dict[str, Any]:
+    """The group's default map from the loaded configuration's variables (memory.Config.env): a variable that
+    is set (not empty) is its option's default, so a command-line option still wins."""
+    return {option: env[name] for option, name in _FROM_CONFIG.items() if env.get(name)}
+
+
+def _floor_option(flag: str, floor: float, default: float, help_text: str) -> Callable[[FC], FC]:
+    """A float option of at least ``floor``, its default shown: the service's limits."""
+    return click.option(flag, type=click.FloatRange(min=floor), default=default, show_default=True, help=help_text)
+
 
 def _memory_settings(ctx: click.Context) -> MemorySettings:
     settings = ctx.find_object(MemorySettings)
-    if settings is None:  # the edge (bot.cli) always sets it
-        raise click.UsageError("memory settings were not provided")
+    if settings is None:  # the composition root (macupos/cli.py) always sets it
+        raise click.UsageError("memory settings were not provided (run it as `macupos serve`)")
     return settings
 
 
@@ -42,23 +70,10 @@ def _with_keys(ctx: click.Context, fn: Callable[[KeyStore], Awaitable[R]]) -> R:
         from service.pg.keys import PgKeyStore
 
         return with_link(url, lambda link: fn(PgKeyStore(link)))
-
-    async def main() -> R:
-        keys = await SqliteKeyStore.open(path)
-        try:
-            return await fn(keys)
-        finally:
-            await keys.close()
-
-    try:
-        return asyncio.run(main())
-    except ServiceError as exc:
-        raise click.ClickException(exc.message) from exc
-    except MemoryStoreError as exc:
-        raise click.ClickException(str(exc)) from exc
+    return run_closing(lambda: SqliteKeyStore.open(path), fn)
 
 
-@click.group(invoke_without_command=True)
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8750, show_default=True, help="0: any free port.")
 @click.option("--certfile", type=click.Path(path_type=Path, dir_okay=False), help="TLS certificate (PEM).")
@@ -72,49 +87,26 @@ def _with_keys(ctx: click.Context, fn: Callable[[KeyStore], Awaitable[R]]) -> R:
     show_default=True,
     help="Proxies whose X-Forwarded-For/-Proto are believed (comma-separated, or *).",
 )
-@click.option(
-    "--rate",
-    type=click.FloatRange(min=0),
-    default=_DEFAULTS.rate_per_s,
-    show_default=True,
-    help="Requests a second per key, sustained (0: no limit).",
-)
+@_floor_option("--rate", 0, _DEFAULTS.rate_per_s, "Requests a second per key, sustained (0: no limit).")
 @click.option("--burst", type=click.IntRange(min=1), default=_DEFAULTS.rate_burst, show_default=True)
-@click.option(
-    "--max-transcript-mb",
-    type=click.FloatRange(min=0.001),
-    default=_DEFAULTS.transcript_bytes / MB,
-    show_default=True,
-    help="Largest transcript upload, after gunzip.",
+@_floor_option(
+    "--max-transcript-mb", 0.001, _DEFAULTS.transcript_bytes / MB, "Largest transcript upload, after gunzip."
 )
-@click.option(
-    "--request-timeout",
-    type=click.FloatRange(min=0.1),
-    default=_DEFAULTS.request_timeout_s,
-    show_default=True,
-    help="Seconds a request may take (504 after).",
+@_floor_option("--request-timeout", 0.1, _DEFAULTS.request_timeout_s, "Seconds a request may take (504 after).")
+@_floor_option(
+    "--upload-timeout", 0.1, _DEFAULTS.upload_timeout_s, "Seconds an upload (and its ingest) or an MCP call may take."
 )
-@click.option(
-    "--upload-timeout",
-    type=click.FloatRange(min=0.1),
-    default=_DEFAULTS.upload_timeout_s,
-    show_default=True,
-    help="Seconds an upload (and its ingest) or an MCP call may take.",
-)
-@click.option(
+@_floor_option(
     "--head-timeout",
-    type=click.FloatRange(min=0.1),
-    default=_DEFAULTS.head_timeout_s,
-    show_default=True,
-    help="Seconds a client may take to send a request's headers (the connection is closed after).",
+    0.1,
+    _DEFAULTS.head_timeout_s,
+    "Seconds a client may take to send a request's headers (the connection is closed after).",
 )
-@click.option(
+@_floor_option(
     "--ingest-budget-mb",
-    type=click.FloatRange(min=0),
-    envvar="MACUPOS_SERVICE_INGEST_BUDGET_MB",
-    default=_DEFAULTS.ingest_budget_bytes / MB,
-    show_default=True,
-    help="Transcript MB ingested at once, all tenants together; uploads past it get 503 (0: no limit)."
+    0,
+    _DEFAULTS.ingest_budget_bytes / MB,
+    "Transcript MB ingested at once, all tenants together; uploads past it get 503 (0: no limit)."
     " [MACUPOS_SERVICE_INGEST_BUDGET_MB]",
 )
 @click.option(
@@ -131,16 +123,14 @@ def _with_keys(ctx: click.Context, fn: Callable[[KeyStore], Awaitable[R]]) -> R:
 )
 @click.option(
     "--public-url",
-    envvar="MACUPOS_PUBLIC_URL",
     default="",
     help="The HTTPS address the pages are reached at from outside: the Telegram Mini App's. [MACUPOS_PUBLIC_URL]",
 )
 @click.option("--no-web", "no_web", is_flag=True, help="No web pages: the API and MCP alone.")
-@click.option("--telegram-token", envvar="TELEGRAM_BOT_TOKEN", default="", hidden=True)
-@click.option("--telegram-users", envvar="MACUPOS_ALLOWED_USERS", default="", hidden=True)
+@click.option("--telegram-token", default="", hidden=True)
+@click.option("--telegram-users", default="", hidden=True)
 @click.option(
     "--database",
-    envvar="MACUPOS_DATABASE_URL",
     default="",
     help="postgresql://… : every tenant's memory and the keys in PostgreSQL, shared by any number of servers"
     " (default: a SQLite file per tenant). [MACUPOS_DATABASE_URL]",
@@ -243,10 +233,12 @@ def web_settings(
     telegram_users: str,
     remote: bool,
 ) -> WebSettings:
-    """The pages' settings from the options (and MACUPOS_PUBLIC_URL, TELEGRAM_BOT_TOKEN, MACUPOS_ALLOWED_USERS)."""
-    url = public_url.strip().rstrip("/")
-    if url and not url.startswith("https://"):
-        raise click.BadParameter(f"{url!r} must be an https:// URL (Telegram opens Mini Apps only over TLS)")
+    """The pages' settings from the options (and MACUPOS_PUBLIC_URL, TELEGRAM_BOT_TOKEN, MACUPOS_ALLOWED_USERS,
+    parsed as the bot parses them: memory/config/loader.py)."""
+    try:
+        url = _public_url(public_url)
+    except SettingsError as exc:
+        raise click.BadParameter(str(exc).removeprefix(f"{exc.setting}: ")) from None
     if not local:
         # The Mini App logs the bot's owner in to the owner's own memory: that is --local's, not a tenant's.
         return WebSettings(enabled=enabled, public_url=url)
@@ -256,14 +248,10 @@ def web_settings(
         )
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise click.UsageError("--local listens on 127.0.0.1 only (put a reverse proxy in front to reach it)")
-    users: set[int] = set()
-    for part in telegram_users.replace(";", ",").split(","):
-        item = part.strip()
-        if not item:
-            continue
-        if not (item.isascii() and item.isdigit()) or int(item) == 0:
-            raise click.UsageError(f"MACUPOS_ALLOWED_USERS: {item!r} is not a numeric Telegram user id")
-        users.add(int(item))
+    try:
+        users = telegram_user_ids(telegram_users)
+    except SettingsError as exc:
+        raise click.UsageError(str(exc)) from None
     return WebSettings(
         local=True,
         login_token=secrets.token_urlsafe(32),
@@ -278,15 +266,8 @@ def keys_group() -> None:
     """API keys: created (shown once), listed, revoked. Only their hashes are stored (service.db)."""
 
 
-def _tenant(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
-    try:
-        return check_tenant_name(value)
-    except ServiceError as exc:
-        raise click.BadParameter(exc.message) from None
-
-
 @keys_group.command("create")
-@click.option("--tenant", required=True, callback=_tenant, help="The tenant (created when new).")
+@click.option("--tenant", required=True, callback=tenant_param, help="The tenant (created when new).")
 @click.option("--scope", type=click.Choice(SCOPES), default="write", show_default=True)
 @click.option("--label", default="", help="A note shown by `keys list` (who or what holds it).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"api_key", "tenant", "key_id", "scope"}.')

@@ -2,6 +2,27 @@
 
 A message reaches the client as ``{"error": {"code", "message"}}``: it names what was wrong with the
 request and never a server path, a key or another tenant.
+
+The tree, each with its status (a class defined in another module names it)::
+
+    ServiceError  500 internal
+        BadRequest  400
+        Unauthorized  401
+        Forbidden  403
+        NotFound  404
+        Conflict  409
+        PayloadTooLarge  413
+        UnsupportedMediaType  415
+        Unprocessable  422
+            ScriptFailed  422 script_error
+        RateLimited  429
+        ServiceUnavailable  503
+            DatabaseUnavailable  503, Retry-After  (service.pg.link)
+            ReplicaStale  503, Retry-After  (service.pg.replica)
+        RequestTimeout  504
+        WebError  (service.web.core)
+        PoolBusy  (service.pg.pool: never reaches a client)
+        SchemaMismatch  (service.pg.link: at start-up)
 """
 
 from __future__ import annotations

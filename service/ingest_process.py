@@ -186,14 +186,13 @@ def main() -> int:
 
 async def _ingest(settings: MemorySettings, path: Path, use_llm: bool, *, trim: bool = True) -> IngestReport:
     from memory import Eywa
-    from memory.handoffs import extract_pending
 
     eywa = await Eywa.open(settings)
     try:
         report = await eywa.ingest([path], use_llm=use_llm, extract=False)
         if trim:  # what storing and indexing freed goes back before extraction parses the file again
             _give_back_freed_memory()
-        await extract_pending(eywa.db, eywa.settings, report, use_llm=use_llm, redactor=eywa.redactor)
+        await eywa.extract_pending(report, use_llm=use_llm)
         return report
     finally:
         await eywa.close()

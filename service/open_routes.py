@@ -13,7 +13,7 @@ from service.errors import BadRequest, NotFound, RateLimited, ServiceError
 from service.metrics import CONTENT_TYPE
 from service.openapi import openapi_document
 from service.ratelimit import RateLimiter
-from service.tenants import check_tenant_name
+from service.tenants import Scope, check_tenant_name
 
 __all__ = ["healthz_route", "metrics_route", "openapi_route", "register_route"]
 
@@ -57,22 +57,24 @@ async def register_route(request: Request) -> Response:
     return JSONResponse(body, status_code=201, headers={"Cache-Control": "no-store"})
 
 
-async def metrics_route(request: Request) -> Response:
-    """Prometheus text; needs an admin key (the counts are the whole server's, not one tenant's)."""
-    request.scope[ROUTE_KEY] = "/metrics"
-    svc = service_of(request)
+async def _refused(request: Request, route: str, needed: Scope) -> Response | None:
+    """Name the route (for the metrics), then check the key: the error response when it falls short, else None."""
+    request.scope[ROUTE_KEY] = route
     try:
-        await authenticate(svc, request.headers, "admin")
+        await authenticate(service_of(request), request.headers, needed)
     except ServiceError as exc:
         return error_response(request, exc)
-    return PlainTextResponse(svc.metrics.render(), media_type=CONTENT_TYPE)
+    return None
+
+
+async def metrics_route(request: Request) -> Response:
+    """Prometheus text; needs an admin key (the counts are the whole server's, not one tenant's)."""
+    if (refused := await _refused(request, "/metrics", "admin")) is not None:
+        return refused
+    return PlainTextResponse(service_of(request).metrics.render(), media_type=CONTENT_TYPE)
 
 
 async def openapi_route(request: Request) -> Response:
-    request.scope[ROUTE_KEY] = "/v1/openapi.json"
-    svc = service_of(request)
-    try:
-        await authenticate(svc, request.headers, "read")
-    except ServiceError as exc:
-        return error_response(request, exc)
-    return JSONResponse(openapi_document(svc.settings))
+    if (refused := await _refused(request, "/v1/openapi.json", "read")) is not None:
+        return refused
+    return JSONResponse(openapi_document(service_of(request).settings))

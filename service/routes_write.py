@@ -16,13 +16,12 @@ from starlette.responses import JSONResponse, Response
 from memory import Eywa
 from memory.handoffs import from_markdown
 from memory.redact import Redactor
-from memory.storage import rows as store
 from service.bodies import body_chunks, read_body, read_json
 from service.calls import Call, endpoint
 from service.errors import BadRequest, Conflict, ScriptFailed, Unprocessable
 from service.ingest_budget import declared_bytes, ingest_budget
 from service.params import parse_instant, text_param
-from service.spool import name_parts, safe_part, spool_path, spooled_holding
+from service.spool import name_parts, safe_part, spool_path
 from service.spool_redact import LineRedactor, redact_line
 from service.tenants import Tenant
 
@@ -89,7 +88,7 @@ def _install(tmp: Path, target: Path) -> Path | None:
 
 
 async def _live(eywa: Eywa, ids: list[str]) -> list[str]:
-    return [sid for sid in sorted(ids) if not await store.is_forgotten(eywa.db.conn, sid)]
+    return [sid for sid in sorted(ids) if not await eywa.is_forgotten(sid)]
 
 
 @endpoint("/v1/transcripts", scope="write", upload=True)
@@ -231,17 +230,17 @@ async def forget_session(tenant: Tenant, session_id: str) -> list[str]:
         ids = [session_id, *view.subagents]
         paths: set[Path] = set()
         for sid in ids:  # their source files only, not their (possibly megabytes of) markdown
-            row = await store.get_session(eywa.db.conn, sid, markdown=False)
+            row = await eywa.session_row(sid)
             if row is not None and row.source_path:
                 paths.add(Path(row.source_path).resolve())
         removed = await eywa.forget(session_id)
         # The session row names one file; the same session uploaded under another name is in another.
-        paths |= await spooled_holding(eywa.db.conn, tenant.spool_dir, {*ids, *removed})
+        paths |= await eywa.sources_holding({*ids, *removed}, under=root)
         gone: list[Path] = []
         for p in sorted(paths):
             if not p.is_relative_to(root):
                 continue
-            src = await store.get_source(eywa.db.conn, str(p))
+            src = await eywa.source(p)
             if src is None or not await _live(eywa, list(src.session_ids)):
                 gone.append(p)
         await asyncio.to_thread(_remove_spooled, tenant.spool_dir, gone)

@@ -1,5 +1,5 @@
 """Running the app under uvicorn: the listening socket (bound first, so its real port can be announced),
-TLS when a certificate is given, limits on the request head (service/http_limits.py), owner-only files,
+TLS when a certificate is given, limits on the request head (memory/remote/http_limits.py), owner-only files,
 and a log filter that keeps keys out of every log line."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Callable
 import uvicorn
 
 from memory import MemorySettings
+from memory.remote import limited_protocol
 from service.app import build_app, embedded_store
-from service.http_limits import limited_protocol
 from service.keys import mask_keys
 from service.settings import OWNER_ONLY_UMASK, ServiceSettings
 from service.tenants import TenantStore
@@ -92,7 +92,7 @@ async def serve(
         timeout_keep_alive=30,
         timeout_graceful_shutdown=15,
         lifespan="on",
-        http=limited_protocol(settings.limits),
+        http=limited_protocol(settings.limits.header_bytes, settings.limits.head_timeout_s),
     )
     server = uvicorn.Server(config)
     config.load()

@@ -39,7 +39,7 @@ class Limits:
     # Smaller uploads are ingested on a thread of the server, larger ones in a child process: a child's start
     # and pipes would cost a small one more (1 MB: 0.06 s against 0.1-0.3 s) than its GIL share costs others.
     ingest_in_process_bytes: int = 4 * MB
-    # The request head (request line and header fields), checked below the app (service/http_limits.py):
+    # The request head (request line and header fields), checked below the app (memory/remote/http_limits.py):
     # past this size a 431, and a connection whose head takes longer than this is closed (slowloris).
     header_bytes: int = 64 * 1024
     head_timeout_s: float = 10.0

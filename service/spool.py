@@ -14,16 +14,13 @@ hash is of the name as given (two names never share a file); 96 bits of SHA-256 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
-
-import aiosqlite
 
 from service.errors import BadRequest
 
-__all__ = ["MAX_NAME", "name_parts", "safe_part", "spool_path", "spooled_holding"]
+__all__ = ["MAX_NAME", "name_parts", "safe_part", "spool_path"]
 
 MAX_NAME = 1024
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -73,17 +70,3 @@ def spool_path(spool: Path, name: str, redact: Callable[[str], str] = _as_is) ->
     if len(parts) >= 3 and parts[-2] == "subagents":
         return folder / safe_part(parts[-3], "parent") / "subagents" / base
     return folder / base
-
-
-async def spooled_holding(conn: aiosqlite.Connection, spool: Path, session_ids: Iterable[str]) -> set[Path]:
-    """Every spooled transcript whose last read found one of ``session_ids``: a session uploaded under two
-    names is in two files, and a session row names only one of them. Read-only, over memory's `sources`."""
-    wanted = set(session_ids)
-    root = (spool / "transcripts").resolve()
-    found: set[Path] = set()
-    async with conn.execute("SELECT path, session_ids FROM sources") as cur:
-        async for path, held in cur:
-            candidate = Path(str(path))
-            if candidate.is_relative_to(root) and wanted.intersection(json.loads(held)):
-                found.add(candidate)
-    return found

@@ -16,8 +16,15 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 # bot → relay → memory: a package may import only the ones to its right. The service (`macupos serve`) builds
-# on the memory alone.
-FORBIDDEN = {"memory": {"relay", "bot", "service"}, "relay": {"bot", "service"}, "service": {"relay", "bot"}}
+# on the memory alone, and the bot never on the service: what both need lives in memory. The `macupos`
+# command's composition root (macupos/) may import them all, and nothing imports it.
+FORBIDDEN = {
+    "memory": {"relay", "bot", "service", "macupos"},
+    "relay": {"bot", "service", "macupos"},
+    "service": {"relay", "bot", "macupos"},
+    "bot": {"service", "macupos"},
+    "macupos": set(),
+}
 
 
 def _imports(path: Path) -> set[str]:
@@ -84,7 +91,8 @@ def test_the_agent_sdk_rule_sees_every_way_of_importing(tmp_path: Path) -> None:
 
 
 def _reads_environment(tree: ast.Module) -> bool:
-    """Whether code outside an `if __name__ == "__main__":` block touches os.environ / os.getenv."""
+    """Whether code outside an `if __name__ == "__main__":` block touches os.environ / os.getenv, or declares
+    a click option or argument that click fills from the environment (``envvar=``, ``auto_envvar_prefix=``)."""
 
     def is_main_guard(node: ast.stmt) -> bool:
         return isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
@@ -100,11 +108,39 @@ def _reads_environment(tree: ast.Module) -> bool:
                 and node.attr in {"environ", "getenv", "environb"}
             ):
                 return True
+            if isinstance(node, ast.Call) and any(k.arg in _ENV_KEYWORDS for k in node.keywords):
+                return True
+            if isinstance(node, ast.Dict) and any(
+                isinstance(k, ast.Constant) and k.value in _ENV_KEYWORDS for k in node.keys
+            ):
+                return True  # context_settings={"auto_envvar_prefix": …}
     return False
 
 
+# click reads the environment itself for an option with envvar= (show_envvar= only shows it), or for every
+# option under a context's auto_envvar_prefix.
+_ENV_KEYWORDS = {"envvar", "auto_envvar_prefix"}
+
+
+def test_the_environment_rule_sees_every_way_of_reading_it() -> None:
+    forms = {
+        "import os\nhome = os.environ['HOME']": True,
+        "import os\nhome = os.getenv('HOME')": True,
+        "@click.option('--port', envvar='MACUPOS_PORT')\ndef f(port): ...": True,
+        "@click.argument('key', envvar=['A', 'B'])\ndef f(key): ...": True,
+        "@click.group(context_settings={'auto_envvar_prefix': 'MACUPOS'})\ndef g(): ...": True,
+        "@click.group(context_settings=dict(auto_envvar_prefix='MACUPOS'))\ndef g(): ...": True,
+        "@click.option('--port', help='[MACUPOS_PORT]')\ndef f(port): ...": False,
+        "def f(env):\n    return env.get('MACUPOS_HOME')": False,
+        "import os\nif __name__ == '__main__':\n    main(os.environ)": False,
+    }
+    for source, expected in forms.items():
+        assert _reads_environment(ast.parse(source)) is expected, source
+
+
 def test_libraries_never_read_the_environment() -> None:
-    # Config enters once at the edge (bot/cli.py, and the `__main__` blocks of stdio servers).
+    # Config enters once at the edge: the composition root (macupos/cli.py loads it: memory/config/loader.py), and the
+    # `__main__` blocks of stdio servers.
     offenders = [
         str(path.relative_to(ROOT))
         for package in ("memory", "relay", "service")
@@ -142,7 +178,7 @@ OUTSIDE_REFERENCES = {
     "seeds/": re.compile(r"\bseeds/"),
 }
 # Code, tests, benches, scripts and deployment files; fixture data and golden outputs are quoted material.
-SCANNED = ("bot", "relay", "memory", "service", "tests", "bench", "scripts", "deploy", ".ci")
+SCANNED = ("macupos", "bot", "relay", "memory", "service", "tests", "bench", "scripts", "deploy", ".ci")
 DATA_FOLDERS = ("tests/fixtures", "tests/memory/fixtures", "tests/memory/golden")
 
 
@@ -250,7 +286,7 @@ def _database_file_calls(source: str) -> list[str]:
 def test_only_sqlite_touches_a_database_file_outside_the_storage_package() -> None:
     offenders = [
         f"{path.relative_to(ROOT)} {hit}"
-        for package in ("bot", "relay", "memory", "service")
+        for package in ("macupos", "bot", "relay", "memory", "service")
         for path in sorted((ROOT / package).rglob("*.py"))
         if path.relative_to(ROOT).as_posix() not in STORAGE_PACKAGE
         for hit in _database_file_calls(path.read_text(encoding="utf-8"))

@@ -29,6 +29,7 @@ __all__ = [
     "Snapped",
     "candidates",
     "choose",
+    "edit_distance",
     "key_distance",
     "phonetic_key",
     "snap",
@@ -214,7 +215,8 @@ def key_distance(a: str, b: str) -> float:
     return row[-1]
 
 
-def _letter_distance(a: str, b: str) -> int:
+def edit_distance(a: Sequence[str], b: Sequence[str]) -> int:
+    """Levenshtein distance between two spellings, or two word lists (the benchmark's word error rate)."""
     row = list(range(len(b) + 1))
     for i, ca in enumerate(a, 1):
         prev, row[0] = row[0], i
@@ -234,7 +236,7 @@ def _sounds_like(heard: str, word: str) -> bool:
     if distance > (1.0 if max(len(a), len(b)) <= 4 else 1.5):
         return False
     # The same key is a homophone by our rules ("console"/"cancel"): spelling says nothing more then.
-    return distance == 0 or _letter_distance(h, w) <= max(len(h), len(w)) / 2
+    return distance == 0 or edit_distance(h, w) <= max(len(h), len(w)) / 2
 
 
 def _verb_positions(words: Sequence[str]) -> list[int]:

@@ -11,7 +11,6 @@ number of threads (``PiperVoice.load`` would take every core, starving the Whisp
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import io
 import json
@@ -25,7 +24,7 @@ import av.error
 import numpy as np
 
 from bot.errors import SpeechError, SpeechUnavailableError
-from bot.model_thread import ModelThread
+from bot.model_thread import ModelOwner, ModelThread
 from bot.voice.spoken_summary import MAX_SPOKEN_WORDS, spoken_summary
 
 __all__ = [
@@ -64,7 +63,7 @@ def speech_available() -> bool:
     return True
 
 
-class Speaker:
+class Speaker(ModelOwner):
     """Speaks text with a Piper voice loaded once, off the event loop.
 
     ``model_path``/``config_path``: a Piper ``.onnx`` voice and its ``.onnx.json``; None means the bundled
@@ -88,23 +87,8 @@ class Speaker:
         self.threads = threads if threads > 0 else min(2, os.cpu_count() or 1)
         self.length_scale = length_scale
         self.bitrate = bitrate
-        self._voice: Any = None
         # One thread: the ONNX session is used by one caller at a time and notes queue in order.
-        self._thread = ModelThread("piper", lambda: SpeechError("the speaker is closed"))
-
-    async def __aenter__(self) -> Speaker:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    @property
-    def loaded(self) -> bool:
-        return self._voice is not None
-
-    async def load(self) -> None:
-        """Load the voice now (idempotent); ``synthesize`` loads it on first use otherwise."""
-        await self._thread.run(self._ensure_voice)
+        super().__init__(ModelThread("piper", lambda: SpeechError("the speaker is closed")))
 
     async def synthesize(self, text: str) -> SpokenNote:
         """Speak ``text`` into an OGG/Opus voice note.
@@ -119,20 +103,7 @@ class Speaker:
             raise SpeechError(f"that text is too long to speak ({len(words)} characters; at most {_MAX_TEXT_CHARS})")
         return await self._thread.run(self._speak, words)
 
-    async def aclose(self) -> None:
-        """Stop the worker thread after the work already queued; the voice is dropped."""
-        await asyncio.to_thread(self.close)
-
-    def close(self) -> None:
-        """Blocking ``aclose`` for synchronous owners (fixtures, benchmarks)."""
-        self._thread.shutdown()
-        self._voice = None
-
     # --- worker thread only below this line ---
-
-    def _ensure_voice(self) -> None:
-        if self._voice is None:
-            self._voice = self._load()
 
     def _load(self) -> Any:
         try:
@@ -160,14 +131,14 @@ class Speaker:
         return piper.PiperVoice(session=session, config=piper_config)
 
     def _speak(self, text: str) -> SpokenNote:
-        self._ensure_voice()
+        self._ensure_model()
         piper = importlib.import_module("piper")
         syn = piper.SynthesisConfig(length_scale=self.length_scale)
-        rate = int(self._voice.config.sample_rate)
+        rate = int(self._model.config.sample_rate)
         pause = np.zeros(int(rate * _SENTENCE_PAUSE_S), dtype=np.int16)
         parts: list[Any] = []
         try:
-            for chunk in self._voice.synthesize(text, syn_config=syn):
+            for chunk in self._model.synthesize(text, syn_config=syn):
                 if parts:
                     parts.append(pause)
                 parts.append(chunk.audio_int16_array)

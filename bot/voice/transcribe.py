@@ -11,7 +11,6 @@ blocks and two notes never fight over the model.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import importlib
@@ -29,7 +28,7 @@ import av.error
 import numpy as np
 
 from bot.errors import VoiceError, VoiceModelError
-from bot.model_thread import ModelThread
+from bot.model_thread import ModelOwner, ModelThread
 from bot.voice.snap import DEFAULT_MARGIN, Snapped, snap
 
 __all__ = ["CODING_TERMS", "Backend", "Transcriber", "Transcript", "default_model_path", "vocabulary_prompt"]
@@ -134,7 +133,7 @@ def vocabulary_prompt(hotwords: Sequence[str]) -> str | None:
     return prompt
 
 
-class Transcriber:
+class Transcriber(ModelOwner):
     """Transcribes voice notes with a Whisper model loaded once, off the event loop.
 
     ``model``: a faster-whisper model name ("small", "large-v3", …) or a path to a CTranslate2 model
@@ -186,23 +185,8 @@ class Transcriber:
         self.download_root = download_root
         self.temp_dir = temp_dir
         self.snap_margin = snap_margin
-        self._model: Any = None
         # One thread: the model is not shared between threads and notes queue in arrival order.
-        self._thread = ModelThread("whisper", lambda: VoiceModelError("the transcriber is closed"))
-
-    async def __aenter__(self) -> Transcriber:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    @property
-    def loaded(self) -> bool:
-        return self._model is not None
-
-    async def load(self) -> None:
-        """Load the model now (idempotent); ``transcribe`` loads it on first use otherwise."""
-        await self._thread.run(self._ensure_model)
+        super().__init__(ModelThread("whisper", lambda: VoiceModelError("the transcriber is closed")))
 
     async def transcribe(
         self, audio: str | Path | bytes, *, hotwords: Sequence[str] = (), names: Sequence[str] | None = None
@@ -219,24 +203,10 @@ class Transcriber:
             return await self._thread.run(self._transcribe_openai, audio, prompt)
         return await self._thread.run(self._transcribe_faster, audio, prompt, names)
 
-    async def aclose(self) -> None:
-        """Stop the worker thread after the work already queued; the model is dropped."""
-        await asyncio.to_thread(self.close)
-
-    def close(self) -> None:
-        """Blocking ``aclose`` for synchronous owners (fixtures, the CLI's ``doctor``)."""
-        self._thread.shutdown()
-        self._model = None
-
     # --- worker thread only below this line ---
 
-    def _ensure_model(self) -> None:
-        if self._model is not None:
-            return
-        if self.backend == "openai-whisper":
-            self._model = self._load_openai()
-        else:
-            self._model = self._load_faster()
+    def _load(self) -> Any:
+        return self._load_openai() if self.backend == "openai-whisper" else self._load_faster()
 
     def _load_faster(self) -> Any:
         from faster_whisper import WhisperModel  # type: ignore[import-untyped]

@@ -21,7 +21,7 @@ def self_command() -> list[str]:
     script = Path(sys.executable).parent / "macupos"
     if script.is_file():
         return [str(script)]
-    return [sys.executable, "-m", "bot.cli"]
+    return [sys.executable, "-m", "macupos"]
 
 
 @click.group("hooks")

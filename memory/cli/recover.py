@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -38,20 +39,20 @@ def recover_cmd(ctx: click.Context, paths: tuple[Path, ...], force: bool) -> Non
         click.echo(f"moved the old database aside: {report.moved_to} ({why})")
     for table in report.unreadable:
         click.echo(f"  could not salvage {table}", err=True)
-    if any(u.startswith(("sources", "every table")) for u in report.unreadable):
-        click.echo(
-            "  the list of ingested transcript files was lost: name folders you ingested from outside "
-            "Claude Code's and Codex's own as PATHS",
-            err=True,
-        )
+    _if_lost(
+        report.unreadable,
+        "sources",
+        "the list of ingested transcript files was lost: name folders you ingested from outside "
+        "Claude Code's and Codex's own as PATHS",
+    )
     for path in report.ingest.missing:
         click.echo(f"  missing: {path}", err=True)
-    if any(u.startswith(("forgotten", "every table")) for u in report.unreadable):
-        click.echo(
-            "  the list of forgotten sessions was lost: a session you forgot may be back; forget it again "
-            "(macupos memory forget ID)",
-            err=True,
-        )
+    _if_lost(
+        report.unreadable,
+        "forgotten",
+        "the list of forgotten sessions was lost: a session you forgot may be back; forget it again "
+        "(macupos memory forget ID)",
+    )
     click.echo(
         f"salvaged {report.forgotten} forgotten session(s), {report.ledger_rows} ledger row(s), "
         f"{report.links} subagent link(s)"
@@ -71,3 +72,9 @@ def recover_cmd(ctx: click.Context, paths: tuple[Path, ...], force: bool) -> Non
             f"{report.pending_extraction} session(s) have no handoff in the mirror: `macupos memory ingest` "
             "extracts them"
         )
+
+
+def _if_lost(unreadable: Sequence[str], table: str, what: str) -> None:
+    """Say what losing ``table`` (alone, or with every table) means for the owner."""
+    if any(u.startswith((table, "every table")) for u in unreadable):
+        click.echo(f"  {what}", err=True)

@@ -72,13 +72,13 @@ def folder_argument(value: str) -> Path:
     return Path(value)
 
 
-# Where the edge (bot.cli) leaves a bad memory setting for the command to report, in ctx.meta.
+# Where the root (macupos.cli) leaves a bad memory setting for the command to report, in ctx.meta.
 SETTINGS_ERROR_KEY = "macupos.memory_settings_error"
 HOME_KEY = "macupos.home"  # beside it: $MACUPOS_HOME, known even when another setting is bad
 
 
 def settings_of(ctx: click.Context) -> MemorySettings:
-    """The memory settings the edge (bot.cli) put on the context; a bad one is a one-line error."""
+    """The memory settings the root (macupos.cli) put on the context; a bad one is a one-line error."""
     error = ctx.meta.get(SETTINGS_ERROR_KEY)
     if error is not None:
         raise click.ClickException(f"configuration: {error}")

@@ -1,6 +1,7 @@
 """Structured facts (MemEcsy-style): typed memories with derived decay, driven by sandboxed Tcl scripts.
 
-Public entry point: :class:`memory.facts.FactsApi`. See docs/facts.md.
+Public entry point: :class:`memory.facts.FactsApi`. See docs/facts.md. The facts graph (``build_graph``, drawn
+by ``to_svg`` for the memory pages and ``graph_png`` for the bot's /graph) lives here, below both.
 
 The names below are this package's surface: other packages import them from here, never from a module
 inside (tests/test_project_rules.py). They load on first use, so importing the package costs nothing.
@@ -17,6 +18,12 @@ if TYPE_CHECKING:
     from memory.facts.events import load_origin as load_origin
     from memory.facts.events import read_events as read_events
     from memory.facts.gitsync import GitSync as GitSync
+    from memory.facts.graph import FactsGraph as FactsGraph
+    from memory.facts.graph import GraphEdge as GraphEdge
+    from memory.facts.graph import GraphNode as GraphNode
+    from memory.facts.graph import build_graph as build_graph
+    from memory.facts.graph import to_svg as to_svg
+    from memory.facts.graph_image import graph_png as graph_png
     from memory.facts.model import Memory as Memory
     from memory.facts.model import State as State
     from memory.facts.model import component as component
@@ -30,31 +37,43 @@ else:
         __name__,
         {
             "FactsApi": "memory.facts.api",
+            "FactsGraph": "memory.facts.graph",
             "GitSync": "memory.facts.gitsync",
+            "GraphEdge": "memory.facts.graph",
+            "GraphNode": "memory.facts.graph",
             "LoadReport": "memory.facts.api",
             "Memory": "memory.facts.model",
             "ScriptResult": "memory.facts.tcl",
             "State": "memory.facts.model",
+            "build_graph": "memory.facts.graph",
             "component": "memory.facts.model",
             "component_types": "memory.facts.model",
             "effective": "memory.facts.decay",
             "format_list": "memory.facts.tclwords",
+            "graph_png": "memory.facts.graph_image",
             "load_origin": "memory.facts.events",
             "read_events": "memory.facts.events",
+            "to_svg": "memory.facts.graph",
         },
     )
 
 __all__ = [
     "FactsApi",
+    "FactsGraph",
     "GitSync",
+    "GraphEdge",
+    "GraphNode",
     "LoadReport",
     "Memory",
     "ScriptResult",
     "State",
+    "build_graph",
     "component",
     "component_types",
     "effective",
     "format_list",
+    "graph_png",
     "load_origin",
     "read_events",
+    "to_svg",
 ]

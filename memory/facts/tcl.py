@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memory.errors import MemoryStoreError
+
 __all__ = ["Sandbox", "SandboxCrash", "ScriptLimits", "ScriptResult"]
 
 logger = logging.getLogger(__name__)
@@ -59,8 +61,10 @@ class ScriptResult:
         return self.response if self.response is not None else self.result
 
 
-class SandboxCrash(Exception):
-    """The helper died or overran its deadline; it has been killed and will be restarted."""
+class SandboxCrash(MemoryStoreError):
+    """The helper died or overran its deadline; it has been killed and will be restarted.
+
+    Never leaves memory.facts.api, which turns it into the script's error."""
 
 
 class Sandbox:

@@ -1,5 +1,6 @@
 """The memory service's client behind the same facade: `RemoteEywa`, its HTTP client and the durable
-outbox of transcript snapshots.
+outbox of transcript snapshots; and the capped HTTP protocol the service (and the bot's trigger endpoint)
+serve with.
 
 The names below are this package's surface: other packages import them from here, never from a module
 inside (tests/test_project_rules.py). They load on first use, so importing the package costs nothing.
@@ -15,6 +16,8 @@ if TYPE_CHECKING:
     from memory.remote.http import ServiceClient as ServiceClient
     from memory.remote.http import ServiceUnreachableError as ServiceUnreachableError
     from memory.remote.http import Timeouts as Timeouts
+    from memory.remote.http_limits import LimitedHttpTools as LimitedHttpTools
+    from memory.remote.http_limits import limited_protocol as limited_protocol
     from memory.remote.outbox import Outbox as Outbox
 else:
     from memory._lazy import surface
@@ -23,19 +26,23 @@ else:
         __name__,
         {
             "KEY_FIX": "memory.remote.http",
+            "LimitedHttpTools": "memory.remote.http_limits",
             "Outbox": "memory.remote.outbox",
             "RemoteMemoryError": "memory.remote.http",
             "ServiceClient": "memory.remote.http",
             "ServiceUnreachableError": "memory.remote.http",
             "Timeouts": "memory.remote.http",
+            "limited_protocol": "memory.remote.http_limits",
         },
     )
 
 __all__ = [
     "KEY_FIX",
+    "LimitedHttpTools",
     "Outbox",
     "RemoteMemoryError",
     "ServiceClient",
     "ServiceUnreachableError",
     "Timeouts",
+    "limited_protocol",
 ]

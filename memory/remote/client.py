@@ -13,62 +13,48 @@ import base64
 import gzip
 import json
 import logging
-import stat
-import tarfile
 import tempfile
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
-from memory.errors import DestinationError, HandoffFormatError, SessionNotFoundError, SourceUnreadableError
+from memory.errors import (
+    DestinationError,
+    HandoffFormatError,
+    SessionNotFoundError,
+    SourceUnreadableError,
+    StorageError,
+)
 from memory.facade import Grounding, SessionView
 from memory.grounding import MAX_GROUNDING, grounding_text
 from memory.handoffs.adopt import BATCH_FILES, ImportReport, read_handoff_file, walk_tree
 from memory.index.retrieval import ContentHit
 from memory.ingest import IngestReport, ProgressFn
-from memory.models import LineProblem, SessionKind
+from memory.models import SessionKind
 from memory.redact.privacy import load_privacy
 from memory.redact.redactor import Redactor
 from memory.remote.http import RemoteMemoryError, RemoteUnsupportedError, ServiceClient, Timeouts
 from memory.remote.outbox import Entry, FlushReport, Outbox
 from memory.remote.rows import content_hit, handoff_row, listed_row, scored
+from memory.remote.transfer import check_file, count, size, unpack_handoffs
 from memory.remote.upload import SentIndex, Stamp, is_private, upload_name
 from memory.settings import MemorySettings
 from memory.sources.discover import discover
+from memory.spend import MEMORY_ENGINE, day_start
+from memory.storage import ledger
 from memory.storage.database import Database
-from memory.storage.files import write_atomic
-from memory.storage.mirror import sync_folders
+from memory.storage.ledger import CostEntry, CostTotal, GroupBy
 from memory.storage.rows import HandoffRow, SessionRow
 
 __all__ = ["RemoteEywa"]
 
 logger = logging.getLogger(__name__)
 
-_EXPORT_MAX_FILE = 1024 * 1024  # a handoff in an export is at most what an upload may be
 _PAGE = 500  # the service's largest handoff page
 _FLUSH_WAIT_S = 60.0
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:  # gone since it was found: reported when it is read
-        return 0
-
-
-def _check_file(path: Path) -> None:
-    """SourceUnreadableError unless ``path`` is a regular file (as the local ``extract`` checks)."""
-    try:
-        mode = path.stat().st_mode
-    except OSError as exc:
-        raise SourceUnreadableError(path, exc.strerror or str(exc)) from exc
-    if not stat.S_ISREG(mode):
-        raise SourceUnreadableError(
-            path, "a folder, not a transcript file" if stat.S_ISDIR(mode) else "not a regular file"
-        )
 
 
 def _session_path(session_id: str) -> str:
@@ -78,14 +64,14 @@ def _session_path(session_id: str) -> str:
 class RemoteEywa:
     """Open with ``await RemoteEywa.open(settings)``; close with :meth:`close` (or ``async with``).
 
-    ``db`` is None, or (``local_db=True``, for the relay and the bot) the local memory database that keeps
-    what stays on this machine: the cost ledger.
+    With ``local_db=True`` (the relay and the bot) it also opens the local memory database, which keeps what
+    stays on this machine: the cost ledger. Without it the ledger's reads are empty and writes refused.
     """
 
     def __init__(self, settings: MemorySettings, client: ServiceClient, db: Database | None = None) -> None:
         self.settings = settings
         self.client = client
-        self.db = db
+        self._local = db
         self.redactor = Redactor(settings.own_secrets)
         self.outbox = Outbox(settings.outbox_dir)
         self.last_flush: FlushReport | None = None
@@ -101,8 +87,8 @@ class RemoteEywa:
         try:
             await self.client.aclose()
         finally:
-            if self.db is not None:
-                await self.db.close()
+            if self._local is not None:
+                await self._local.close()
 
     async def __aenter__(self) -> RemoteEywa:
         return self
@@ -111,6 +97,11 @@ class RemoteEywa:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+    @property
+    def last_fault(self) -> StorageError | None:
+        """The local database's last storage fault (None without one: the service's are its own)."""
+        return self._local.last_fault if self._local is not None else None
 
     # -- transcripts: redacted into the outbox, then sent ---------------------------------------------
 
@@ -137,7 +128,7 @@ class RemoteEywa:
         privacy = load_privacy(s)
         sent = SentIndex(self.outbox.folder).load()
         pending = {e.name for e in self.outbox.entries()}
-        total = sum(_size(f.path) for f in found.files)
+        total = sum(size(f.path) for f in found.files)
         done = 0
         for src in found.files:
             name = upload_name(src, s)
@@ -162,7 +153,7 @@ class RemoteEywa:
         # Another flush (a hook's, another session's end) may hold the outbox: wait for it, then send ours.
         flushed = await self.sync(wait_s=_FLUSH_WAIT_S)
         for entry, answer in flushed.sent:
-            _count(report, entry, answer)
+            count(report, entry, answer)
         report.unreadable += [(name, why) for name, why in flushed.rejected]
         return report
 
@@ -310,7 +301,7 @@ class RemoteEywa:
             raise RemoteUnsupportedError(
                 "re-extracting a stored session", "send its transcript again (memory extract --transcript FILE)"
             )
-        _check_file(transcript_path)
+        check_file(transcript_path)
         report = await self.ingest([transcript_path], force=True)
         if report.unreadable:
             raise SourceUnreadableError(transcript_path, report.unreadable[0][1])
@@ -356,53 +347,33 @@ class RemoteEywa:
         with tempfile.TemporaryFile() as fh:
             await self.download("/v1/export", fh)
             fh.seek(0)
-            return await asyncio.to_thread(_unpack_handoffs, fh, root)
+            return await asyncio.to_thread(unpack_handoffs, fh, root)
 
     async def download(self, path: str, out: Any) -> None:
         response = await self.client.request("GET", path, read_timeout=self.client.timeouts.upload)
         await asyncio.to_thread(out.write, response.content)
 
+    # -- the cost ledger: in the local database ----------------------------------------------------------
 
-def _count(report: IngestReport, entry: Entry, answer: dict[str, Any]) -> None:
-    counts = answer.get("counts", {})
-    report.sessions_new += int(counts.get("new", 0))
-    report.sessions_updated += int(counts.get("updated", 0))
-    report.sessions_unchanged += int(counts.get("unchanged", 0))
-    report.handoffs_extracted += int(answer.get("handoffs_extracted", 0))
-    report.bytes_read += int(answer.get("bytes", 0))
-    report.session_ids += [str(s) for s in answer.get("sessions", [])]
-    for reason, n in answer.get("lines_skipped", {}).items():
-        report.lines_skipped[str(reason)] += int(n)
-    for p in answer.get("first_problems", [])[:20]:
-        report.problems.append(LineProblem(entry.source, int(p.get("line", 0)), str(p.get("reason", ""))))
+    async def keeps_costs(self) -> bool:
+        return self._local is not None and await ledger.has_ledger(self._local.conn)
 
+    async def record_cost(self, entry: CostEntry) -> int:
+        ledger.check_session_engine(entry)
+        if self._local is None:
+            raise RemoteUnsupportedError("the cost ledger", "open the memory with its local database (local_db=True)")
+        async with self._local.write() as conn:
+            return await ledger.append(conn, entry)
 
-def _unpack_handoffs(fh: Any, root: Path) -> int:
-    """The ``handoffs/`` members of an export archive, written under ``root``; a member that is not a
-    regular file, climbs out, or is too big is skipped."""
-    n = 0
-    folders: set[Path] = set()
-    try:
-        with tarfile.open(fileobj=fh, mode="r:gz") as archive:
-            for member in archive:
-                rel = PurePosixPath(member.name)
-                parts = rel.parts[1:]
-                if not member.isreg() or rel.parts[:1] != ("handoffs",) or member.size > _EXPORT_MAX_FILE:
-                    continue
-                if not parts or rel.suffix != ".md" or any(p in (".", "..") or p.startswith(".") for p in parts):
-                    continue
-                src = archive.extractfile(member)
-                if src is None:
-                    continue
-                path = root.joinpath(*parts)
-                try:
-                    write_atomic(path, src.read().decode("utf-8", "replace"), sync=False)
-                except OSError as exc:
-                    raise DestinationError(path, exc.strerror or str(exc)) from exc
-                folders.add(path.parent)
-                n += 1
-    except (tarfile.TarError, EOFError, gzip.BadGzipFile) as exc:
-        raise RemoteMemoryError(f"memory service: the export is not a readable gzip tar archive ({exc})") from exc
-    if n:
-        sync_folders(root, folders)
-    return n
+    async def cost_totals(self, by: GroupBy = "session", *, engines: tuple[str, ...] = ()) -> list[CostTotal]:
+        return await ledger.totals(self._local.conn, by, engines) if self._local is not None else []
+
+    async def memory_spent_today(self, timezone: str | None = None) -> float:
+        """Nothing without a local database: the service's extractions are not this machine's spend."""
+        if self._local is None:
+            return 0.0
+        since = day_start(timezone or self.settings.timezone)
+        return await ledger.spent_since(self._local.conn, MEMORY_ENGINE, since)
+
+    async def linked_rollouts(self, session_id: str) -> list[Path]:
+        return await ledger.linked_rollouts(self._local.conn, session_id) if self._local is not None else []

@@ -30,6 +30,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from memory.errors import MemoryStoreError
+
 __all__ = [
     "MIRRORS",
     "MIRROR_NAMES",
@@ -59,7 +61,7 @@ Key = tuple[Any, ...]
 Row = tuple[Any, ...]
 
 
-class ReplicaStateError(Exception):
+class ReplicaStateError(MemoryStoreError):
     """A replica that cannot be brought in step (a value of the wrong type, a schema this code does not know)."""
 
 

@@ -1,5 +1,6 @@
 """The SQLite database and what lives beside it: opening and sharing one connection per file per process,
-numbered migrations, the rows of sources, sessions and handoffs, the handoffs mirror, crash-safe file
+numbered migrations, the rows of sources, sessions and handoffs, the cost ledger, the pages' read models,
+the handoffs mirror, crash-safe file
 writes, storage faults and recovery.
 
 The names below are this package's surface: other packages import them from here, never from a module
@@ -14,22 +15,46 @@ if TYPE_CHECKING:
     from memory.storage.database import SCHEMA_VERSION as SCHEMA_VERSION
     from memory.storage.database import Database as Database
     from memory.storage.faults import sqlite_fault as sqlite_fault
+    from memory.storage.files import write_all as write_all
     from memory.storage.files import write_atomic as write_atomic
+    from memory.storage.ledger import SESSION_ENGINES as SESSION_ENGINES
+    from memory.storage.ledger import CostEntry as CostEntry
+    from memory.storage.ledger import CostRow as CostRow
+    from memory.storage.ledger import CostTotal as CostTotal
+    from memory.storage.ledger import CostView as CostView
+    from memory.storage.ledger import GroupBy as GroupBy
     from memory.storage.migrations import MIGRATIONS as MIGRATIONS
     from memory.storage.rows import HandoffRow as HandoffRow
+    from memory.storage.rows import SessionRow as SessionRow
+    from memory.storage.rows import SourceRow as SourceRow
     from memory.storage.rows import get_handoff as get_handoff
+    from memory.storage.views import Child as Child
+    from memory.storage.views import SessionItem as SessionItem
+    from memory.storage.views import Slice as Slice
 else:
     from memory._lazy import surface
 
     __getattr__, __dir__ = surface(
         __name__,
         {
+            "Child": "memory.storage.views",
+            "CostEntry": "memory.storage.ledger",
+            "CostRow": "memory.storage.ledger",
+            "CostTotal": "memory.storage.ledger",
+            "CostView": "memory.storage.ledger",
             "Database": "memory.storage.database",
+            "GroupBy": "memory.storage.ledger",
             "HandoffRow": "memory.storage.rows",
             "MIGRATIONS": "memory.storage.migrations",
             "SCHEMA_VERSION": "memory.storage.database",
+            "SESSION_ENGINES": "memory.storage.ledger",
+            "SessionItem": "memory.storage.views",
+            "SessionRow": "memory.storage.rows",
+            "Slice": "memory.storage.views",
+            "SourceRow": "memory.storage.rows",
             "get_handoff": "memory.storage.rows",
             "sqlite_fault": "memory.storage.faults",
+            "write_all": "memory.storage.files",
             "write_atomic": "memory.storage.files",
         },
     )
@@ -37,9 +62,21 @@ else:
 __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "SESSION_ENGINES",
+    "Child",
+    "CostEntry",
+    "CostRow",
+    "CostTotal",
+    "CostView",
     "Database",
+    "GroupBy",
     "HandoffRow",
+    "SessionItem",
+    "SessionRow",
+    "Slice",
+    "SourceRow",
     "get_handoff",
     "sqlite_fault",
+    "write_all",
     "write_atomic",
 ]

@@ -11,9 +11,10 @@ import contextlib
 import errno
 import os
 import secrets
+from datetime import UTC, datetime
 from pathlib import Path
 
-__all__ = ["fsync_dir", "remove_quietly", "write_atomic", "write_atomic_bytes"]
+__all__ = ["fsync_dir", "remove_quietly", "stamped_sibling", "write_all", "write_atomic", "write_atomic_bytes"]
 
 
 def remove_quietly(path: Path) -> None:
@@ -33,6 +34,24 @@ def fsync_dir(folder: Path) -> None:
         pass  # some filesystems refuse fsync on directories; the rename itself is already atomic
     finally:
         os.close(dir_fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (one os.write may take only part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def stamped_sibling(path: Path, tag: str) -> Path:
+    """A free name beside ``path`` for a copy of it: ``NAME.TAG-<UTC time>``, with ``-1``, ``-2``… when taken."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    sibling = path.with_name(f"{path.name}.{tag}-{stamp}")
+    n = 1
+    while sibling.exists():
+        sibling = path.with_name(f"{path.name}.{tag}-{stamp}-{n}")
+        n += 1
+    return sibling
 
 
 def write_atomic_bytes(
@@ -61,9 +80,7 @@ def write_atomic_bytes(
         fd, tmp = _create_temp(path)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
             if sync:
                 os.fsync(fd)
         finally:

@@ -15,7 +15,6 @@ import logging
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from memory.facade import Eywa, ImportReport
 from memory.ingest import IngestReport
 from memory.settings import MemorySettings
 from memory.storage.database import Database
-from memory.storage.files import fsync_dir
+from memory.storage.files import fsync_dir, stamped_sibling
 
 __all__ = ["NothingToRecoverError", "RecoverReport", "check_health", "recover"]
 
@@ -89,12 +88,7 @@ def check_health(path: Path) -> str:
 
 def _move_aside(path: Path) -> Path:
     Database.check_closed(path, "move it aside")  # a rename under a live connection loses its writes
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    aside = path.with_name(f"{path.name}.damaged-{stamp}")
-    n = 1
-    while aside.exists():
-        aside = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
-        n += 1
+    aside = stamped_sibling(path, "damaged")
     for suffix in _COMPANIONS:
         companion = path.with_name(path.name + suffix)
         if companion.exists():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import click
 
@@ -19,7 +19,7 @@ from service.tenants import check_tenant_name
 if TYPE_CHECKING:
     from service.pg.link import PgLink
 
-__all__ = ["DATABASE_KEY", "check_database", "database_url", "migrate_cmd", "with_link"]
+__all__ = ["DATABASE_KEY", "check_database", "database_url", "migrate_cmd", "run_closing", "tenant_param", "with_link"]
 
 DATABASE_KEY = "macupos.database_url"  # ctx.meta: the `serve` group's --database, for its subcommands
 R = TypeVar("R")
@@ -30,23 +30,38 @@ def database_url(ctx: click.Context, given: str = "") -> str:
     return given or str(ctx.meta.get(DATABASE_KEY) or "")
 
 
-def with_link(url: str, fn: Callable[[PgLink], Awaitable[R]]) -> R:
-    """Run ``fn`` with a link to the database (migrated if new); its errors as one-line click errors."""
-    from service.pg.link import PgLink, SchemaMismatch
+class _Closing(Protocol):
+    async def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closing)
+
+
+def run_closing(opened: Callable[[], Awaitable[C]], fn: Callable[[C], Awaitable[R]], *known: type[Exception]) -> R:
+    """Run ``fn`` on what ``opened`` gives, closed after; the service's and memory's errors, and ``known``, as
+    one-line click errors."""
 
     async def main() -> R:
-        link = await PgLink.open(url, max_size=2)
+        thing = await opened()
         try:
-            return await fn(link)
+            return await fn(thing)
         finally:
-            await link.close()
+            await thing.close()
 
+    plain: tuple[type[Exception], ...] = (MemoryStoreError, *known)  # their str() is the message
     try:
         return asyncio.run(main())
     except ServiceError as exc:
         raise click.ClickException(exc.message) from exc
-    except (MemoryStoreError, SchemaMismatch) as exc:
+    except plain as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+def with_link(url: str, fn: Callable[[PgLink], Awaitable[R]]) -> R:
+    """Run ``fn`` with a link to the database (migrated if new); its errors as one-line click errors."""
+    from service.pg.link import PgLink, SchemaMismatch
+
+    return run_closing(lambda: PgLink.open(url, max_size=2), fn, SchemaMismatch)
 
 
 def check_database(url: str) -> None:
@@ -58,7 +73,8 @@ def check_database(url: str) -> None:
     with_link(url, reached)
 
 
-def _tenant(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+def tenant_param(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """A --tenant option's check (here and in `serve keys create`): a bad name is a usage error."""
     try:
         return check_tenant_name(value)
     except ServiceError as exc:
@@ -78,7 +94,7 @@ def _tenant(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     type=click.Path(path_type=Path, dir_okay=False),
     help="A new memory.db to write the tenant's memory to (with facts/events/ and handoffs/ beside it).",
 )
-@click.option("--tenant", required=True, callback=_tenant, help="The tenant whose memory moves.")
+@click.option("--tenant", required=True, callback=tenant_param, help="The tenant whose memory moves.")
 @click.option("--database", "database", default="", help="postgresql://… (default: serve's --database).")
 @click.option("--keys/--no-keys", default=True, show_default=True, help="--from-sqlite: copy TENANT's keys too.")
 @click.pass_context

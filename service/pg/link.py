@@ -27,7 +27,7 @@ import psycopg
 from psycopg import sql
 
 from memory.storage import SCHEMA_VERSION
-from service.errors import ServiceUnavailable
+from service.errors import ServiceError, ServiceUnavailable
 from service.pg.migrations import LOCK_KEY, MIGRATIONS, TENANT_ROLE
 from service.pg.pool import AConn, Pool, PoolBusy
 
@@ -52,8 +52,10 @@ class DatabaseUnavailable(ServiceUnavailable):
         super().__init__(message, headers={"Retry-After": "1"})
 
 
-class SchemaMismatch(Exception):
-    """The database holds another memory schema than this program's (run the matching version)."""
+class SchemaMismatch(ServiceError):
+    """The database holds another memory schema than this program's (run the matching version).
+
+    Raised at start-up (migrating), never in a request; the CLI says its message as one line."""
 
 
 def redact_url(url: str) -> str:

@@ -17,14 +17,18 @@ from typing import Any
 
 import psycopg
 
+from service.errors import ServiceError
+
 __all__ = ["AConn", "Pool", "PoolBusy"]
 
 AConn = psycopg.AsyncConnection[Any]
 _CHECK_AFTER_S = 1.0  # a connection idle longer is checked before it is lent again
 
 
-class PoolBusy(Exception):
-    """Every connection stayed lent for as long as the caller could wait."""
+class PoolBusy(ServiceError):
+    """Every connection stayed lent for as long as the caller could wait.
+
+    Never reaches a client: :meth:`service.pg.link.PgLink.connection` answers it as DatabaseUnavailable."""
 
 
 class Pool:

@@ -5,7 +5,8 @@ and `FactsApi` the embedded store hands out, so the routes and MCP tools are the
 What writes runs in the tenant's write section, which the whole fleet takes one at a time:
 
 - the routes' ``ingest_lock`` (uploads, handoff imports, forgets) *is* the section: :class:`WriteLock`;
-- `Eywa`'s writing methods and every write transaction of its database join or open one (MCP's extract);
+- `Eywa`'s writing methods (its one write section hook, ``Eywa.write_section``) and every write transaction
+  of its database join or open one (MCP's extract);
 - the facts calls that change facts (scripts, remember, recall's access counts) open one.
 
 Every request's lease first brings the copy up to the tenant's latest committed write (one indexed
@@ -28,10 +29,9 @@ from typing import IO, Any, cast
 
 import aiosqlite
 
-from memory import Eywa, IngestReport, MemorySettings
+from memory import Eywa, MemorySettings
 from memory.facts import FactsApi, LoadReport, Memory, ScriptResult
-from memory.handoffs import ImportReport
-from memory.storage import Database, HandoffRow
+from memory.storage import Database
 from service.embedded import EmbeddedTenant, EmbeddedTenantStore
 from service.pg.keys import PgKeyStore
 from service.pg.link import PgLink
@@ -64,31 +64,15 @@ class ReplicaDatabase(Database):
 
 
 class ReplicaEywa(Eywa):
-    """`Eywa` over a copy: each writing call is one write section, so what it reads first is current too."""
+    """`Eywa` over a copy: its write section hook is the tenant's, so each writing call is one section and
+    what it reads first is current too."""
 
     def __init__(self, settings: MemorySettings, db: Database, replica: Replica) -> None:
         super().__init__(settings, db)
         self.replica = replica
 
-    async def ingest(self, *args: Any, **kwargs: Any) -> IngestReport:
-        async with self.replica.gate():
-            return await super().ingest(*args, **kwargs)
-
-    async def extract(self, *args: Any, **kwargs: Any) -> list[HandoffRow]:
-        async with self.replica.gate():
-            return await super().extract(*args, **kwargs)
-
-    async def link(self, *args: Any, **kwargs: Any) -> None:
-        async with self.replica.gate():
-            await super().link(*args, **kwargs)
-
-    async def forget(self, session_id: str) -> list[str]:
-        async with self.replica.gate():
-            return await super().forget(session_id)
-
-    async def import_dir(self, *args: Any, **kwargs: Any) -> ImportReport:
-        async with self.replica.gate():
-            return await super().import_dir(*args, **kwargs)
+    def write_section(self) -> AbstractAsyncContextManager[None]:
+        return self.replica.gate()
 
 
 class PgFactsApi(FactsApi):

@@ -9,14 +9,11 @@ from typing import Any
 
 from starlette.responses import Response
 
-from memory import spent_today
-from memory.facts import Memory, component_types
+from memory import SessionKind
+from memory.facts import Memory, build_graph, component_types, to_svg
 from memory.facts import effective as effective_decay
 from memory.handoffs import count_pending, pending
-from memory.storage import get_handoff
-from service.web import queries
 from service.web.core import WebCall, WebError, query, query_int
-from service.web.graph import build_graph, to_svg
 from service.web.markdown import render_markdown
 
 __all__ = [
@@ -78,7 +75,7 @@ async def search_page(call: WebCall) -> Response:
 async def sessions_page(call: WebCall) -> Response:
     r = call.request
     kind = query(r, "kind", limit=20)
-    if kind not in ("", *queries.KINDS):
+    if kind not in ("", *SessionKind):
         kind = ""
     filters = {
         "project": query(r, "project", limit=200),
@@ -88,7 +85,7 @@ async def sessions_page(call: WebCall) -> Response:
     }
     page = query_int(r, "page", 1, 1, 100_000)
     eywa = await call.tenant.eywa()
-    rows = await queries.list_sessions(eywa, **filters, limit=SESSIONS_PAGE + 1, offset=(page - 1) * SESSIONS_PAGE)
+    rows = await eywa.list_sessions(**filters, limit=SESSIONS_PAGE + 1, offset=(page - 1) * SESSIONS_PAGE)
     more = len(rows) > SESSIONS_PAGE
     return call.render(
         "sessions.html", nav="sessions", rows=rows[:SESSIONS_PAGE], filters=filters, page=page, more=more
@@ -99,13 +96,13 @@ async def session_page(call: WebCall) -> Response:
     session_id = call.request.path_params["id"]
     at = query_int(call.request, "at", 0, 0, 1 << 40)
     eywa = await call.tenant.eywa()
-    meta = await queries.session_meta(eywa, session_id)
-    handoff = await get_handoff(eywa.db.conn, session_id)
+    meta = await eywa.session_row(session_id)  # without its transcript: a page of it is read below
+    handoff = await eywa.handoff(session_id)
     if meta is None and handoff is None:
         raise WebError(f"no session or handoff with id {session_id!r}", status=404)
     parent_id = meta.parent_id if meta else (handoff.parent_id if handoff else "")
     front, body = _handoff_parts(handoff.markdown) if handoff else ("", "")
-    part = await queries.transcript_slice(eywa, session_id, at) if meta else None
+    part = await eywa.transcript_slice(session_id, at) if meta else None
     return call.render(
         "session.html",
         nav="sessions",
@@ -115,7 +112,7 @@ async def session_page(call: WebCall) -> Response:
         frontmatter=front,
         handoff_html=render_markdown(body) if handoff else "",
         parent_id=parent_id,
-        children=await queries.children(eywa, session_id),
+        children=await eywa.children(session_id),
         part=part,
         transcript_html=render_markdown(part.text) if part else "",
     )
@@ -218,9 +215,9 @@ async def graph_svg(call: WebCall) -> Response:
 
 async def cost_page(call: WebCall) -> Response:
     eywa = await call.tenant.eywa()
-    ledger = await queries.ledger_view(eywa)
+    ledger = await eywa.cost_view()
     settings = eywa.settings
-    today = await spent_today(eywa.db.conn, settings.timezone) if ledger.engines else 0.0
+    today = await eywa.memory_spent_today() if ledger.engines else 0.0
     return call.render(
         "cost.html",
         nav="cost",

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bot.cli import main
 from bot.commands import COMMANDS
+from macupos.cli import main
 from tests.bot.app_harness import FAST, OWNER, Harness, harness
 from tests.doubles.telegram import MAX_TEXT, TelegramDouble, check_html
 

@@ -95,6 +95,16 @@ def test_allowlist_entries_must_be_numeric_user_ids(tmp_path: Path, value: str) 
 def test_several_users_with_spaces(tmp_path: Path) -> None:
     s = BotSettings.from_env(base_env(tmp_path, MACUPOS_ALLOWED_USERS=" 42 , 7,42 "), cwd=tmp_path)
     assert s.allowed_users == frozenset({7, 42})
+    assert s.owner_id == 42  # the first written: one parse gives both
+
+
+def test_the_toml_the_root_loaded_is_the_one_memory_uses(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir(exist_ok=True)
+    (tmp_path / "data" / "config.toml").write_text('[memory]\ntimezone = "Asia/Tokyo"\n', encoding="utf-8")
+    env = base_env(tmp_path)
+    assert BotSettings.from_env(env, cwd=tmp_path).memory.timezone == "Asia/Tokyo"  # read from the file
+    given = {"memory": {"timezone": "Europe/Berlin"}}
+    assert BotSettings.from_env(env, toml=given, cwd=tmp_path).memory.timezone == "Europe/Berlin"
 
 
 def test_api_url_for_a_local_bot_api_server(tmp_path: Path) -> None:

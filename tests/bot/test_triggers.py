@@ -21,7 +21,7 @@ import httpx
 import pytest
 from click.testing import CliRunner, Result
 
-from bot.trigger_cli import NOT_RUNNING, trigger_command
+from bot.trigger_cli import NOT_RUNNING
 from bot.trigger_server import TriggerServer
 from bot.triggers import (
     DELIVERY_HEADER,
@@ -34,6 +34,7 @@ from bot.triggers import (
     sign,
     valid_branch,
 )
+from macupos.cli import main
 
 SECRET = "test-trigger-secret-0f6c2a9e"
 PROJECTS = ["eywa", "Macupos"]
@@ -613,9 +614,12 @@ async def test_a_storm_of_deliveries_runs_each_valid_one_exactly_once(server: Tr
 
 
 async def invoke(args: list[str], env: dict[str, str]) -> Result:
-    """The command in a thread (it blocks on its HTTP call while the server runs in this loop)."""
+    """`macupos trigger` in a thread (it blocks on its HTTP call while the server runs in this loop), its
+    port and secret from the configuration the root loads."""
     async with asyncio.timeout(WAIT_S * 2):
-        return await asyncio.to_thread(CliRunner().invoke, trigger_command, args, env=env)
+        return await asyncio.to_thread(
+            CliRunner().invoke, main, ["trigger", *args], env={"MACUPOS_ENV_FILE": None, **env}
+        )
 
 
 async def test_the_cli_hands_the_bot_an_instruction(server: TriggerServer, inbox: Inbox) -> None:
@@ -648,8 +652,9 @@ async def test_the_cli_as_a_real_process(server: TriggerServer, inbox: Inbox) ->
     env = {"MACUPOS_TRIGGER_PORT": str(server.port), "MACUPOS_TRIGGER_SECRET": SECRET, "PATH": "/usr/bin:/bin"}
     process = await asyncio.create_subprocess_exec(
         sys.executable,
-        "-c",
-        "from bot.trigger_cli import trigger_command; trigger_command()",
+        "-m",
+        "macupos",
+        "trigger",
         "review the last commit",
         env=env,
         stdout=asyncio.subprocess.PIPE,

@@ -3,21 +3,18 @@ the client's settings, its environment for a real `macupos` subprocess, and that
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
-import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 from memory.settings import MemorySettings
+from tests.cli_env import REPO, arun_macupos
 from tests.service.conftest import Server, running_service
 
 __all__ = ["REPO", "blackhole", "client_env", "client_settings", "closed_port", "macupos", "remote_service"]
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def client_settings(tmp_path: Path, url: str = "", key: str = "") -> MemorySettings:
@@ -61,25 +58,7 @@ def client_env(settings: MemorySettings) -> dict[str, str]:
 
 async def macupos(env: dict[str, str], *args: str, stdin: bytes = b"", timeout_s: float = 120) -> tuple[int, str, str]:
     """`python -m bot.cli ARGS` as a real process (this loop keeps serving meanwhile); (status, out, err)."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot.cli",
-        *args,
-        env=env,
-        cwd=REPO,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        async with asyncio.timeout(timeout_s):
-            out, err = await proc.communicate(stdin)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise
-    return proc.returncode or 0, out.decode(), err.decode()
+    return await arun_macupos(env, *args, stdin=stdin, timeout_s=timeout_s)
 
 
 @contextmanager

@@ -5,32 +5,20 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.cli_env import cli_env
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.cli_env import cli_env, run_macupos
 
 
 def macupos(
     home: Path, *args: str, stdin: str | None = None, timeout: float = 120, extra_env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     env = cli_env(home / "data", home=home, **(extra_env or {}))
-    return subprocess.run(
-        [sys.executable, "-m", "bot.cli", "memory", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=timeout,
-        check=False,
-    )
+    return run_macupos(env, "memory", *args, stdin=stdin, timeout=timeout)
 
 
 @pytest.fixture

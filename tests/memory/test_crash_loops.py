@@ -12,7 +12,6 @@ import random
 import shutil
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -23,7 +22,7 @@ from typing import IO
 import pytest
 
 from relay.process import kill_marked, marked_pids
-from tests.cli_env import cli_env
+from tests.cli_env import CLI, cli_env
 
 ROOT = Path(__file__).resolve().parents[2]
 KILLS = 20  # the count docs/decisions.md promises for each command
@@ -56,7 +55,7 @@ def _macupos(home: Path, *args: str, kill_after_s: float | None = None) -> _Outc
     """
     tag = uuid.uuid4().hex
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", "-vv", *args],
+        [*CLI, "-vv", *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

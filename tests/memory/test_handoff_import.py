@@ -163,7 +163,7 @@ def test_importing_a_hostile_tree_stays_within_300_mb_and_finishes(tmp_path: Pat
     write_hostile_tree(tree, good=50, outside=tmp_path / "outside")
     code = (
         "import re, resource, sys\n"
-        "from bot.cli import main\n"
+        "from macupos.cli import main\n"
         "try:\n"
         "    main(['memory', 'import', sys.argv[1]])\n"
         "except SystemExit as e:\n"

@@ -314,7 +314,7 @@ def test_100_mb_transcript_ingests_within_300_mb_rss(tmp_path: Path) -> None:
     write_transcript(big, 100 * 1024 * 1024)
     code = (
         "import re, sys\n"
-        "from bot.cli import main\n"
+        "from macupos.cli import main\n"
         "try:\n"
         "    main(['memory', 'ingest', sys.argv[1], '--quiet', '--no-llm'])\n"
         "except SystemExit as e:\n"

@@ -20,11 +20,10 @@ from typing import Any
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.cli_env import cli_env
+from tests.cli_env import cli_env, run_macupos
 
 ROOT = Path(__file__).resolve().parents[2]
 EXIT_STORAGE = 3
-_CLI = [sys.executable, "-m", "bot.cli", "memory"]
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -32,16 +31,7 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def macupos(home: Path, *args: str, preexec: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*_CLI, *args],
-        capture_output=True,
-        text=True,
-        env=_env(home),
-        cwd=ROOT,
-        timeout=180,
-        check=False,
-        preexec_fn=preexec,
-    )
+    return run_macupos(_env(home), "memory", *args, timeout=180, preexec=preexec)
 
 
 def _db(home: Path) -> Path:

@@ -34,7 +34,7 @@ def test_punctuation_and_unicode_split_cleanly() -> None:
 def test_normalize_term_gives_lowercase_hyphenated_form() -> None:
     assert normalize_term("  Eywa MCP ") == "eywa-mcp"
     assert normalize_term("score_handoffs") == "score-handoffs"
-    assert normalize_term("memory/storage/database.py") == "memory-db-py"
+    assert normalize_term("memory/db.py") == "memory-db-py"
     assert normalize_term("--") == ""
 
 

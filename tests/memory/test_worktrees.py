@@ -20,7 +20,6 @@ from memory.redact.privacy import Privacy, write_private_file
 from memory.remote.client import RemoteEywa
 from memory.settings import MemorySettings
 from memory.sources.worktrees import is_worktree, project_root, worktree_projects
-from service.web.queries import list_sessions
 from tests.memory.conftest import offline_settings
 from tests.memory.remote_harness import remote_service
 from tests.memory.test_cli import macupos
@@ -183,8 +182,8 @@ def test_the_hooks_project_of_a_worktree_is_its_main_folders(tmp_path: Path) -> 
 async def test_the_pages_list_a_worktree_session_under_its_main_folder(tmp_path: Path) -> None:
     async with await Eywa.open(offline_settings(tmp_path / "home")) as eywa:
         await eywa.ingest([corpus(tmp_path / "src")], extract=False)  # no handoffs: the folder alone decides
-        garden = await list_sessions(eywa, project="garden", limit=10, offset=0)
-        login = await list_sessions(eywa, project="login", limit=10, offset=0)
+        garden = await eywa.list_sessions(project="garden", limit=10, offset=0)
+        login = await eywa.list_sessions(project="login", limit=10, offset=0)
     assert {s.session_id for s in garden} == {"m1", "m2", "m3", "b1"} and login == []
 
 

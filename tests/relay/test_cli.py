@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +12,8 @@ import pytest
 from memory.facade import Eywa
 from memory.settings import MemorySettings
 from relay.settings import RelaySettings, read_config_toml
+from tests.cli_env import MACUPOS, arun_macupos
 from tests.doubles.anthropic import AnthropicDouble
-
-MACUPOS = Path(sys.executable).parent / "macupos"
 
 
 @pytest.fixture
@@ -35,11 +32,8 @@ def cli_env(claude_cli_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
 
 
 async def macupos(env: dict[str, str], *args: str) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        str(MACUPOS), *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    out, err = await proc.communicate()
-    return proc.returncode or 0, out.decode(), err.decode()
+    """The installed console script, as the owner runs it."""
+    return await arun_macupos(env, *args, command=(str(MACUPOS),), timeout_s=240)
 
 
 async def test_ask_json_prints_the_answer_and_the_session_id(

@@ -16,7 +16,7 @@ from relay.ledger import MEMORY_ENGINE, SESSION_ENGINES, Ledger
 
 async def apply_ledger_migration(eywa: Eywa) -> Ledger:
     """The ledger table arrives with the memory database's schema (migration 3)."""
-    ledger = Ledger(eywa.db)
+    ledger = Ledger(eywa)
     assert await ledger.available()
     return ledger
 
@@ -55,7 +55,7 @@ async def test_totals_by_session_run_and_engine(ledger: Ledger) -> None:
 
     by_session = {t.key: t for t in await ledger.totals("session")}
     assert by_session["s1"].runs == 2 and by_session["s1"].tokens == 480
-    assert by_session["s1"].cost_usd == pytest.approx(0.01) and by_session["s1"].priced_runs == 1
+    assert by_session["s1"].cost_usd == pytest.approx(0.01) and by_session["s1"].priced == 1
     assert [t.key for t in await ledger.totals("session")] == ["s2", "s1"]  # largest cost first
 
     by_run = await ledger.totals("run")
@@ -82,7 +82,8 @@ async def test_unknown_engine_or_grouping_is_refused(ledger: Ledger) -> None:
 
 async def test_memory_spend_is_an_engine_of_its_own_and_kept_out_of_the_sessions(ledger: Ledger) -> None:
     await ledger.record(engine="claude", usage=Usage(100, 20, cost_usd=0.01), session_id="s1")
-    async with ledger.db.write() as conn:  # what memory's extraction writes (memory.spend)
+    assert isinstance(ledger.memory, Eywa)
+    async with ledger.memory.db.write() as conn:  # what memory's extraction writes (memory.spend)
         await record_spend(conn, "s1", Spend("claude-haiku-4-5", 5000, 300, cost_usd=0.0065))
 
     engines = {t.key: t for t in await ledger.totals("engine")}

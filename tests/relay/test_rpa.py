@@ -128,7 +128,7 @@ async def test_full_run_with_one_revise_round(
         "Executed: wrote greet.txt",
     )
     recorder = Recorder()
-    ledger = Ledger(eywa.db)
+    ledger = Ledger(eywa)
 
     report = await run_rpa(
         "add greet.txt",

@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.cli_env import cli_env
-
-REPO = Path(__file__).resolve().parents[3]
+from tests.cli_env import cli_env, run_macupos
 
 
 def _run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = cli_env(home, HOME=str(home))
-    return subprocess.run(
-        [sys.executable, "-m", "bot.cli", "memory", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_macupos(cli_env(home, HOME=str(home)), "memory", *args)
 
 
 def test_script_prints_the_response_and_errors_exit_1_with_the_line(tmp_path: Path) -> None:

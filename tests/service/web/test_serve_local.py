@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bot.cli import main
+from macupos.cli import main
 
 
 def run(home: Path, *args: str, **env: str) -> tuple[int, str]:

@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 
 from PIL import Image
 
+from memory.facts.graph import build_graph, layout, to_svg
+from memory.facts.graph_image import graph_png
 from memory.facts.model import Memory, State
-from service.web.graph import build_graph, layout, to_svg
-from service.web.graph_png import graph_png
 
 NOW = 1_800_000_000_000
 

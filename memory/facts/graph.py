@@ -1,6 +1,7 @@
 """The facts graph, drawn by us: which edges (as the `graph` script command walks them), at most ~40 nodes
-of them, a force-directed layout, and SVG. The PNG for the chat (service/web/graph_png.py) draws the same
-layout, so the page and the phone show one picture.
+of them, a force-directed layout, and SVG. The PNG for the chat (memory/facts/graph_image.py) draws the same
+layout, so the page and the phone show one picture. It lives with the facts, below both the memory pages
+(service/web) and the bot's /graph, which draw it.
 
 Why our own layout and not Graphviz: no system package and no subprocess on the bot's machine, the same
 result everywhere, and at 40 nodes a Fruchterman–Reingold layout in numpy is a few milliseconds.
@@ -18,7 +19,7 @@ from html import escape
 
 import numpy as np
 
-from memory.facts import Memory, State
+from memory.facts.model import Memory, State
 
 __all__ = ["MAX_NODES", "FactsGraph", "GraphEdge", "GraphNode", "build_graph", "layout", "to_svg"]
 

@@ -1,5 +1,7 @@
-"""The HTTP/1.1 protocol under the app: uvicorn's httptools protocol with the two limits it lacks, on the
-request head (the request line and its header fields).
+"""The HTTP/1.1 protocol under an app: uvicorn's httptools protocol with the two limits it lacks, on the
+request head (the request line and its header fields). Both HTTP servers use it: the memory service
+(`macupos serve`, service/server.py) and the bot's trigger endpoint (bot/trigger_server.py); it lives here,
+below both, with the memory's other HTTP code.
 
 * Its size: past ``header_bytes`` the request is answered ``431`` and the connection closed, before the app
   (and so any key check) sees it. httptools gathers a header's value by concatenation with no cap, so
@@ -21,8 +23,6 @@ from typing import ClassVar
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
-from service.settings import Limits
-
 __all__ = ["LimitedHttpTools", "limited_protocol"]
 
 logger = logging.getLogger(__name__)
@@ -31,8 +31,9 @@ logger = logging.getLogger(__name__)
 class LimitedHttpTools(HttpToolsProtocol):
     """uvicorn's httptools protocol with a cap on the request head's size and on the time to send it."""
 
-    header_bytes: ClassVar[int] = Limits().header_bytes
-    head_timeout_s: ClassVar[float] = Limits().head_timeout_s
+    # Set by limited_protocol, the way to make one: each server passes its own caps.
+    header_bytes: ClassVar[int]
+    head_timeout_s: ClassVar[float]
 
     # uvicorn calls the protocol class with keywords (config=…, server_state=…, app_state=…, _loop=…); the
     # state below is set up in connection_made, which always comes before any other callback.
@@ -125,11 +126,13 @@ class LimitedHttpTools(HttpToolsProtocol):
         self.transport.close()
 
 
-def limited_protocol(limits: Limits) -> type[LimitedHttpTools]:
-    """The protocol class for ``uvicorn.Config(http=…)``, with ``limits``' head size and time."""
+def limited_protocol(header_bytes: int, head_timeout_s: float) -> type[LimitedHttpTools]:
+    """The protocol class for ``uvicorn.Config(http=…)``: a head of at most ``header_bytes``, sent within
+    ``head_timeout_s``."""
 
     class Configured(LimitedHttpTools):
-        header_bytes = limits.header_bytes
-        head_timeout_s = limits.head_timeout_s
+        pass
 
+    Configured.header_bytes = header_bytes
+    Configured.head_timeout_s = head_timeout_s
     return Configured

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from service.web.graph import FactsGraph, layout
+from memory.facts.graph import FactsGraph, layout
 
 __all__ = ["graph_png"]
 

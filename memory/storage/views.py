@@ -1,34 +1,36 @@
-"""The pages' reads of a memory database: the sessions list, a slice of a long transcript, the cost ledger.
+"""Read models of the memory database for the pages (service/web) and the service: the sessions list, a
+session's children, a slice of a long transcript, which source files hold which sessions, the counts.
 
-Each is one short read on the memory's read connection (``Database.read``). A transcript is never loaded
-whole: a page of it is read from the row with SQLite's incremental blob I/O, so a 10 MB session costs the
-bytes of the page shown, not 10 MB of Python string.
+Each is one short read, most for ``Database.read`` (a plain read connection, one snapshot). A transcript is never
+loaded whole: a page of it is read from the row with SQLite's incremental blob I/O, so a 10 MB session
+costs the bytes of the page shown, not 10 MB of Python string.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from memory import Eywa
-from memory.sources import project_root_sql
+import aiosqlite
+
+from memory.sources.worktrees import project_root_sql
 
 __all__ = [
+    "PAGE_BYTES",
     "Child",
-    "LedgerView",
     "SessionItem",
-    "SessionMeta",
     "Slice",
     "children",
-    "ledger_view",
+    "counts",
     "list_sessions",
-    "session_meta",
+    "sources_holding",
     "transcript_slice",
 ]
 
-KINDS = ("main", "subagent", "codex")
 PAGE_BYTES = 128 * 1024  # a transcript page: a phone's worth of scrolling, rendered in a few ms
 
 
@@ -49,24 +51,6 @@ class SessionItem:
 
 
 @dataclass(frozen=True, slots=True)
-class SessionMeta:
-    """A transcript's row without its markdown (which can be megabytes)."""
-
-    session_id: str
-    kind: str
-    parent_id: str
-    cwd: str
-    git_branch: str
-    title: str
-    model: str
-    started_at: str
-    ended_at: str
-    duration_min: float
-    n_entries: int
-    extract_state: str
-
-
-@dataclass(frozen=True, slots=True)
 class Child:
     session_id: str
     kind: str
@@ -82,13 +66,6 @@ class Slice:
     total: int
     prev_start: int | None
     next_start: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class LedgerView:
-    engines: list[dict[str, Any]] = field(default_factory=list)
-    sessions: list[dict[str, Any]] = field(default_factory=list)
-    recent: list[dict[str, Any]] = field(default_factory=list)
 
 
 # Every session, narrow (id, time, kind, parent, folder): transcripts, and handoffs imported without one. A
@@ -139,20 +116,15 @@ def _filters(project: str, kind: str, since: str, until: str) -> tuple[str, list
     return (" WHERE " + " AND ".join(where)) if where else "", args
 
 
-async def list_sessions(
-    eywa: Eywa, *, project: str = "", kind: str = "", since: str = "", until: str = "", limit: int, offset: int
+def list_sessions(
+    conn: sqlite3.Connection, *, project: str, kind: str, since: str, until: str, limit: int, offset: int
 ) -> list[SessionItem]:
     """Newest first. ``kind`` "" lists families (sessions with no parent); a kind lists that kind alone.
     ``since`` / ``until`` are inclusive days (YYYY-MM-DD)."""
     where, args = _filters(project, kind, since, until)
     sql = _KEYS + where + " ORDER BY at DESC, id LIMIT ? OFFSET ?"
-
-    def read(conn: sqlite3.Connection) -> list[Any]:
-        ids = [r[0] for r in conn.execute(sql, (*args, limit, offset)).fetchall()]
-        found = {r[0]: r for r in conn.execute(_DETAILS, (json.dumps(ids),)).fetchall()}
-        return [found[i] for i in ids if i in found]
-
-    rows = await eywa.db.read(read)
+    ids = [r[0] for r in conn.execute(sql, (*args, limit, offset)).fetchall()]
+    found = {r[0]: r for r in conn.execute(_DETAILS, (json.dumps(ids),)).fetchall()}
     return [
         SessionItem(
             session_id=str(r[0]),
@@ -168,40 +140,14 @@ async def list_sessions(
             review=str(r[10]),
             children=int(r[11]),
         )
-        for r in rows
+        for r in (found[i] for i in ids if i in found)
     ]
 
 
-async def session_meta(eywa: Eywa, session_id: str) -> SessionMeta | None:
-    sql = (
-        "SELECT session_id, kind, parent_id, cwd, git_branch, title, model, started_at, ended_at, duration_min,"
-        " n_entries, extract_state FROM sessions WHERE session_id = ?"
-    )
-    r = await eywa.db.read(lambda conn: conn.execute(sql, (session_id,)).fetchone())
-    if r is None:
-        return None
-    text = [str(v) for v in r[:9]]
-    return SessionMeta(
-        session_id=text[0],
-        kind=text[1],
-        parent_id=text[2],
-        cwd=text[3],
-        git_branch=text[4],
-        title=text[5],
-        model=text[6],
-        started_at=text[7],
-        ended_at=text[8],
-        duration_min=float(r[9]),
-        n_entries=int(r[10]),
-        extract_state=str(r[11]),
-    )
-
-
-async def children(eywa: Eywa, session_id: str) -> list[Child]:
+def children(conn: sqlite3.Connection, session_id: str) -> list[Child]:
     """A session's subagents and the Codex rollouts linked to it."""
     sql = "SELECT session_id, kind, title, started_at FROM sessions WHERE parent_id = ? ORDER BY started_at, session_id"
-    rows = await eywa.db.read(lambda conn: conn.execute(sql, (session_id,)).fetchall())
-    return [Child(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows]
+    return [Child(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in conn.execute(sql, (session_id,)).fetchall()]
 
 
 def _turn_start(data: bytes, low: int) -> int | None:
@@ -213,7 +159,8 @@ def _turn_start(data: bytes, low: int) -> int | None:
     return None
 
 
-def _read_slice(conn: sqlite3.Connection, session_id: str, at: int, size: int) -> Slice | None:
+def transcript_slice(conn: sqlite3.Connection, session_id: str, at: int, size: int = PAGE_BYTES) -> Slice | None:
+    """The page of a session's rendered transcript that starts at byte ``at`` (cut at a turn when it can)."""
     row = conn.execute("SELECT rowid FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
     if row is None:
         return None
@@ -251,63 +198,46 @@ def _read_slice(conn: sqlite3.Connection, session_id: str, at: int, size: int) -
     )
 
 
-async def transcript_slice(eywa: Eywa, session_id: str, at: int, size: int = PAGE_BYTES) -> Slice | None:
-    """The page of a session's rendered transcript that starts at byte ``at`` (cut at a turn when it can)."""
-    return await eywa.db.read(lambda conn: _read_slice(conn, session_id, at, size))
+async def sources_holding(
+    conn: aiosqlite.Connection, session_ids: Iterable[str], *, under: Path | None = None
+) -> set[Path]:
+    """Every source file (under folder ``under``) whose last read found one of ``session_ids``: a session
+    read from two files (an upload under two names) is in both, and its session row names only one."""
+    wanted = set(session_ids)
+    found: set[Path] = set()
+    async with conn.execute("SELECT path, session_ids FROM sources") as cur:
+        async for path, held in cur:
+            candidate = Path(str(path))
+            if (under is None or candidate.is_relative_to(under)) and wanted.intersection(json.loads(held)):
+                found.add(candidate)
+    return found
 
 
-_TOTALS = (
-    "count(*), sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens), sum(cost_usd),"
-    " count(cost_usd), sum(duration_s)"
-)
+async def counts(conn: aiosqlite.Connection) -> dict[str, Any]:
+    """What the memory holds, counted (``Eywa.stats``)."""
 
+    async def scalar(sql: str) -> int:
+        async with conn.execute(sql) as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
 
-def _total(key: str, r: Any) -> dict[str, Any]:
+    kinds: dict[str, int] = {}
+    async with conn.execute("SELECT kind, count(*) FROM sessions GROUP BY kind ORDER BY kind") as cur:
+        for kind, n in await cur.fetchall():
+            kinds[str(kind)] = int(n)
+    extract: dict[str, int] = {}
+    async with conn.execute("SELECT extract_state, count(*) FROM sessions GROUP BY 1 ORDER BY 1") as cur:
+        for state, n in await cur.fetchall():
+            extract[str(state)] = int(n)
     return {
-        "key": key,
-        "runs": int(r[0]),
-        "tokens": int(r[1] or 0),
-        "cost_usd": float(r[2]) if r[2] is not None else None,
-        "priced": int(r[3]),
-        "duration_s": float(r[4] or 0.0),
+        "sources": await scalar("SELECT count(*) FROM sources"),
+        "sessions": kinds,
+        "extraction": extract,
+        "handoffs": await scalar("SELECT count(*) FROM handoffs"),
+        "handoffs_indexed": await scalar("SELECT count(*) FROM handoffs WHERE indexed = 1"),
+        "project_terms": await scalar("SELECT count(*) FROM term_df WHERE field = 0"),
+        "keyword_terms": await scalar("SELECT count(*) FROM term_df WHERE field = 1"),
+        "postings": await scalar("SELECT count(*) FROM postings WHERE field < 2"),
+        "lines_skipped": await scalar("SELECT count(*) FROM problems"),
+        "forgotten": await scalar("SELECT count(*) FROM forgotten"),
     }
-
-
-def _read_ledger(conn: sqlite3.Connection, recent: int) -> LedgerView:
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ledger'").fetchone() is None:
-        return LedgerView()
-    engines = [
-        _total(str(r[0]), r[1:])
-        for r in conn.execute(f"SELECT engine, {_TOTALS} FROM ledger GROUP BY engine ORDER BY engine").fetchall()
-    ]
-    sessions = [
-        _total(str(r[0]), r[1:])
-        for r in conn.execute(
-            f"SELECT session_id, {_TOTALS} FROM ledger WHERE session_id != '' GROUP BY session_id "
-            "ORDER BY coalesce(sum(cost_usd), 0) DESC, session_id LIMIT 20"
-        ).fetchall()
-    ]
-    rows = conn.execute(
-        "SELECT ts, engine, session_id, stage, model, input_tokens + output_tokens + cache_read_tokens"
-        " + cache_write_tokens, cost_usd, duration_s FROM ledger ORDER BY id DESC LIMIT ?",
-        (recent,),
-    ).fetchall()
-    latest = [
-        {
-            "ts": str(r[0]),
-            "engine": str(r[1]),
-            "session_id": str(r[2]),
-            "stage": str(r[3]),
-            "model": str(r[4]),
-            "tokens": int(r[5] or 0),
-            "cost_usd": float(r[6]) if r[6] is not None else None,
-            "duration_s": float(r[7] or 0.0),
-        }
-        for r in rows
-    ]
-    return LedgerView(engines, sessions, latest)
-
-
-async def ledger_view(eywa: Eywa, recent: int = 50) -> LedgerView:
-    """Totals per engine (memory's own extractions apart), the 20 costliest sessions, the latest rows."""
-    return await eywa.db.read(lambda conn: _read_ledger(conn, recent))
