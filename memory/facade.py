@@ -46,7 +46,7 @@ def writes(
     method: Callable[Concatenate[_E, _P], Awaitable[_R]],
 ) -> Callable[Concatenate[_E, _P], Coroutine[Any, Any, _R]]:
     """Mark a public method of :class:`Eywa` that writes: it runs inside :meth:`Eywa.write_section`
-    (tests/memory/test_write_section.py finds any writing method that does not)."""
+    (tests/memory/storage/test_write_section.py finds any writing method that does not)."""
 
     @functools.wraps(method)
     async def in_section(self: _E, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:

@@ -41,9 +41,9 @@ _SLOW_PATHS = (
 )
 
 
-def _code_names(fn: object) -> set[str]:
+def _code_names(fn: Callable[..., object]) -> set[str]:
     """The global and attribute names ``fn``'s code (nested functions included) refers to."""
-    code = getattr(inspect.unwrap(fn), "__code__", None)  # type: ignore[arg-type]
+    code = getattr(inspect.unwrap(fn), "__code__", None)
     names: set[str] = set()
     stack = [code] if code is not None else []
     while stack:

@@ -161,7 +161,7 @@ def _build(parser: Any, max_depth: int) -> Any:
 
 # Characters libyaml's emitter writes differently from PyYAML's (escaped, or quoted otherwise): astral
 # characters (emoji), lone surrogates, CR and NEL. A frontmatter holding one, or an empty key, is written
-# by PyYAML's (tests/memory/test_safe_yaml.py holds the two to the same bytes).
+# by PyYAML's (tests/memory/handoffs/test_safe_yaml.py holds the two to the same bytes).
 _C_DIFFERS = re.compile("[\r\x85\ud800-\udfff\U00010000-\U0010ffff]")
 
 

@@ -6,7 +6,7 @@ lists) × recency(age of F) × max duration boost (content is known up front for
 touches, so an unseen handoff has none). Reading stops when the k-th best score beats that bound;
 handoffs seen in rare lists but not yet in common ones are completed by looking their postings up
 directly. So a common word costs a few hundred postings, not all of them, and the result is the one
-exhaustive scoring gives (tests/memory/test_retrieval.py checks it against brute force).
+exhaustive scoring gives (tests/memory/index/test_retrieval.py checks it against brute force).
 
 The content term comes first, and its k-th best score is a floor under the k-th best score: lists too
 light to lift a handoff over it on their own are only looked up, never read in order (MaxScore), and the

@@ -346,7 +346,7 @@ class Redactor:
 
         True is exact. A rule runs only where the gate finds an anchor, and each test the gate and the
         owner's secrets make holds in the joined text where it holds in a part: literals, ``in`` tests,
-        positive look-behinds, look-aheads that a newline satisfies (tests/memory/test_redact.py holds
+        positive look-behinds, look-aheads that a newline satisfies (tests/memory/redact/test_redactor.py holds
         the rules' regex anchors to that). The named-value finder judges a keyword by its own line, which
         a newline ends on both sides. False: some part may change.
         """

@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 from memory.redact.gate import Anchor, Gate
 from memory.redact.redactor import MARKER_RE, Redactor, hides_value
-
-from .conftest import TRANSCRIPTS
+from tests.memory.conftest import TRANSCRIPTS
 
 R = Redactor()
 

@@ -18,7 +18,7 @@ from memory.redact.logs import RedactingFilter, install, redact_log_text, token_
 from memory.settings import MemorySettings
 from tests.memory.hook_run import run_hook
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 # Formats the redactor knows (the same shapes as tests/fixtures/secrets), made up for these tests.
 GITHUB = "ghp_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0UvWxYz12"
 ANTHROPIC = "sk-ant-api03-" + "q7Wm2Xr9Lk4Vb8Nc3Zs6Hd1Jf5Tg0Yp" * 2

@@ -13,8 +13,7 @@ import pytest
 
 from memory.models import BlockKind, SessionKind, Transcript
 from memory.sources.claude import PROSE_FACTOR, parse_claude_file
-
-from .conftest import TRANSCRIPTS
+from tests.memory.conftest import TRANSCRIPTS
 
 # Read-only use of the fixtures in place (the parser never writes).
 DATA = TRANSCRIPTS

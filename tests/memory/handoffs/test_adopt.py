@@ -19,7 +19,7 @@ from memory.models import Handoff, SessionKind
 from memory.settings import MemorySettings
 from memory.storage.database import Database
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _settings(home: Path) -> MemorySettings:

@@ -12,11 +12,10 @@ import pytest
 from memory.models import Block, BlockKind, Entry, SessionKind, Transcript
 from memory.render.markdown import render_markdown
 from memory.sources.claude import parse_claude_file
+from tests.memory.conftest import TRANSCRIPTS
 
-from .conftest import TRANSCRIPTS
-
-REPO = Path(__file__).resolve().parents[2]
-GOLDEN = Path(__file__).resolve().parent / "golden"
+REPO = Path(__file__).resolve().parents[3]
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
 
 def _t(*entries: Entry, **fields: object) -> Transcript:

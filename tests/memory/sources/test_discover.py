@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory.sources.discover import SourceFile, discover
-
-from .conftest import TRANSCRIPTS
+from tests.memory.conftest import TRANSCRIPTS
 
 
 def touch(path: Path, text: str = "{}\n") -> Path:

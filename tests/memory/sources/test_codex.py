@@ -11,7 +11,7 @@ import pytest
 from memory.models import BlockKind, SessionKind, Transcript
 from memory.sources.codex import parse_codex_file
 
-FIXTURES = Path(__file__).parent / "fixtures" / "codex"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "codex"
 CART = FIXTURES / "2025/10/29/rollout-2025-10-29T00-59-38-019a2d7a-41c4-78b1-b7cc-a45d62a89cd5.jsonl"
 HEALTH = FIXTURES / "2025/11/02/rollout-2025-11-02T09-15-00-0b7e4c2a-9d1f-4e3a-8c55-2f6a7d9e1b30.jsonl"
 LEGACY = FIXTURES / "2025/05/01/rollout-2025-05-01T12-00-00-5a1d3c9e-0000-4bbb-9ccc-123456789abc.jsonl"

@@ -10,8 +10,7 @@ from memory.handoffs.deterministic import base_handoff, extract_fallback, user_r
 from memory.handoffs.format import from_markdown, to_markdown
 from memory.models import Block, BlockKind, Entry, SessionKind, Transcript
 from memory.sources.claude import parse_claude_file
-
-from .conftest import TRANSCRIPTS
+from tests.memory.conftest import TRANSCRIPTS
 
 CWD = "/home/nick/code/macupos"
 

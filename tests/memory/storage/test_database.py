@@ -141,7 +141,7 @@ async def test_three_writer_processes_and_a_reader_lose_nothing(tmp_path: Path) 
     path = tmp_path / "memory.db"
     await (await Database.open(path)).close()  # create and migrate first, as the bot does at start
     n = 1000
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
 
     async def spawn(*args: str) -> asyncio.subprocess.Process:
         return await asyncio.create_subprocess_exec(

@@ -21,7 +21,7 @@ from memory.settings import MemorySettings
 from tests.doubles.anthropic import AnthropicDouble
 from tests.memory.hook_run import run_hook
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SECRET_WORD = "zanzibarquokka"  # what the private project's session talks about
 
 
