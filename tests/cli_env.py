@@ -14,8 +14,8 @@ from pathlib import Path
 __all__ = ["CLI", "MACUPOS", "REPO", "arun_macupos", "cli_env", "run_macupos"]
 
 REPO = Path(__file__).resolve().parents[1]
-# The command as `python -m bot.cli` (this interpreter, this checkout) and as the installed console script.
-CLI: tuple[str, ...] = (sys.executable, "-m", "bot.cli")
+# The command as `python -m macupos` (this interpreter, this checkout) and as the installed console script.
+CLI: tuple[str, ...] = (sys.executable, "-m", "macupos")
 MACUPOS = Path(sys.executable).parent / "macupos"
 # Whatever the person running the tests has set must not reach the process under test.
 _THEIRS = ("MACUPOS_", "CLAUDE_", "ANTHROPIC_", "CODEX_", "TELEGRAM_")

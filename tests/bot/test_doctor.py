@@ -264,7 +264,7 @@ async def test_the_bot_with_a_rejected_token_exits_with_one_line_that_hides_the_
     token = "999:WRONG-SECRET-TOKEN"
     env = make_env(tmp_path, TELEGRAM_BOT_TOKEN=token, MACUPOS_TELEGRAM_API_URL=telegram_double.api_url)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "-v", "bot", env=env, cwd=tmp_path,
+        sys.executable, "-m", "macupos", "-v", "bot", env=env, cwd=tmp_path,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     async with asyncio.timeout(60):  # it exits: nothing lingers after a failed start
@@ -280,7 +280,7 @@ async def test_the_bot_exits_with_one_line_when_memory_cannot_open(
     env = make_env(tmp_path, TELEGRAM_BOT_TOKEN=telegram_double.token, MACUPOS_TELEGRAM_API_URL=telegram_double.api_url)
     (tmp_path / "data" / "memory.db").write_bytes(bytes(range(256)) * 32)  # not SQLite
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "bot", env=env, cwd=tmp_path,
+        sys.executable, "-m", "macupos", "bot", env=env, cwd=tmp_path,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     async with asyncio.timeout(60):  # no worker thread keeps a failed start alive

@@ -15,7 +15,7 @@ __all__ = ["run_hook"]
 def run_hook(event: str, payload: dict[str, Any], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """The hook in a process of its own: the payload on stdin, stdout and stderr captured, bounded."""
     return subprocess.run(
-        [sys.executable, "-m", "bot.cli", "memory", "hook", event],
+        [sys.executable, "-m", "macupos", "memory", "hook", event],
         input=json.dumps(payload),
         capture_output=True,
         text=True,

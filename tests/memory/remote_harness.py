@@ -57,7 +57,7 @@ def client_env(settings: MemorySettings) -> dict[str, str]:
 
 
 async def macupos(env: dict[str, str], *args: str, stdin: bytes = b"", timeout_s: float = 120) -> tuple[int, str, str]:
-    """`python -m bot.cli ARGS` as a real process (this loop keeps serving meanwhile); (status, out, err)."""
+    """`python -m macupos ARGS` as a real process (this loop keeps serving meanwhile); (status, out, err)."""
     return await arun_macupos(env, *args, stdin=stdin, timeout_s=timeout_s)
 
 

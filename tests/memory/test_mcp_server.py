@@ -196,7 +196,7 @@ async def test_a_broken_database_gives_tool_errors_not_a_dead_server(tmp_path: P
 
 
 async def test_served_through_the_macupos_cli(home: Path) -> None:
-    async with _client(home, "-m", "bot.cli", "memory", "mcp") as session:
+    async with _client(home, "-m", "macupos", "memory", "mcp") as session:
         assert len((await session.list_tools()).tools) == 5
         result = await session.call_tool("eywa_show", {"session_id": MAIN_ID})
 

@@ -15,7 +15,7 @@ import pytest
 from bench.secrets_coverage import Sample, load_kinds, samples
 from memory.redact.redactor import Redactor
 from service.spool_redact import TOO_LONG, LineRedactor, redact_line
-from tests.memory.test_secrets_corpus import STRUCTURED, secrets_transcript
+from tests.memory.redact.test_secrets_corpus import STRUCTURED, secrets_transcript
 from tests.service.conftest import claude_lines, running_service
 
 R = Redactor()

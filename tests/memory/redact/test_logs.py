@@ -138,7 +138,7 @@ def test_a_macupos_command_s_log_on_stderr_is_redacted(tmp_path: Path) -> None:
     (folder / "s1.jsonl").write_text(json.dumps(line) + "\n")
     env = _env(tmp_path / "home", MACUPOS_MEMORY_LLM="0", MACUPOS_SECRETS=OWN, CODEX_HOME=str(tmp_path / "codex"))
     proc = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "-vv", "memory", "ingest", str(folder), "--quiet"],
+        [sys.executable, "-m", "macupos", "-vv", "memory", "ingest", str(folder), "--quiet"],
         capture_output=True,
         text=True,
         env=env,

@@ -197,14 +197,14 @@ def test_the_hooks_leave_a_private_project_alone(tmp_path: Path, folders: tuple[
         "MACUPOS_MEMORY_LLM": "0",
     }
     subprocess.run(
-        [sys.executable, "-m", "bot.cli", "memory", "ingest", str(public_path)], env=env, cwd=REPO, check=True
+        [sys.executable, "-m", "macupos", "memory", "ingest", str(public_path)], env=env, cwd=REPO, check=True
     )
 
     end = run_hook("session-end", {"session_id": "s-sec", "transcript_path": str(secret_path), "cwd": str(secret)}, env)
     start = run_hook("session-start", {"session_id": "new", "cwd": str(secret), "source": "startup"}, env)
     # What SessionEnd starts elsewhere, run by hand on the private transcript: the ingest leaves it out too.
     by_hand = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "memory", "ingest", str(secret_path), "--json"],
+        [sys.executable, "-m", "macupos", "memory", "ingest", str(secret_path), "--json"],
         env=env,
         cwd=REPO,
         capture_output=True,

@@ -22,7 +22,7 @@ SECRET = "ghp_" + "Z7x9Qm2Lk4Vb8Nc1Rt6Yp3Ws5Hd0Jf2Ga7Ke"
 @asynccontextmanager
 async def _client(settings: MemorySettings) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "bot.cli", "memory", "mcp"], env=client_env(settings), cwd=str(REPO)
+        command=sys.executable, args=["-m", "macupos", "memory", "mcp"], env=client_env(settings), cwd=str(REPO)
     )
     with (settings.home.parent / "mcp-stderr.log").open("a") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
