@@ -1,7 +1,7 @@
 """Eywa, the Macupos memory core: transcripts → deterministic markdown → handoffs → indexes → retrieval.
 
 The names below are this package's surface: other packages import them from here, never from a module
-inside (tests/test_project_rules.py). They load on first use, so importing the package costs nothing.
+inside (tests/test_package_surfaces.py). They load on first use, so importing the package costs nothing.
 """
 
 from __future__ import annotations

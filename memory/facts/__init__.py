@@ -4,7 +4,7 @@ Public entry point: :class:`memory.facts.FactsApi`. See docs/facts.md. The facts
 by ``to_svg`` for the memory pages and ``graph_png`` for the bot's /graph) lives here, below both.
 
 The names below are this package's surface: other packages import them from here, never from a module
-inside (tests/test_project_rules.py). They load on first use, so importing the package costs nothing.
+inside (tests/test_package_surfaces.py). They load on first use, so importing the package costs nothing.
 """
 
 from __future__ import annotations

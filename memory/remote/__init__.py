@@ -3,7 +3,7 @@ outbox of transcript snapshots; and the capped HTTP protocol the service (and th
 serve with.
 
 The names below are this package's surface: other packages import them from here, never from a module
-inside (tests/test_project_rules.py). They load on first use, so importing the package costs nothing.
+inside (tests/test_package_surfaces.py). They load on first use, so importing the package costs nothing.
 """
 
 from __future__ import annotations

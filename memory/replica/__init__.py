@@ -2,7 +2,7 @@
 (the PostgreSQL fleet of the memory service builds on this).
 
 The names below are this package's surface: other packages import them from here, never from a module
-inside (tests/test_project_rules.py). They load on first use, so importing the package costs nothing.
+inside (tests/test_package_surfaces.py). They load on first use, so importing the package costs nothing.
 """
 
 from __future__ import annotations
