@@ -67,7 +67,8 @@ def main(ctx: click.Context, verbose: int) -> None:
 
     Configuration comes from the environment (MACUPOS_HOME, CLAUDE_CONFIG_DIR, CODEX_HOME, …), then a .env
     file ($MACUPOS_ENV_FILE, ./.env or $MACUPOS_HOME/.env), then $MACUPOS_HOME/config.toml: the first of
-    them that sets a value wins.
+    them that sets a value wins. `memory hook` and `memory mcp`, which Claude Code starts in your projects,
+    skip ./.env.
     """
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
