@@ -24,11 +24,11 @@ import click
 
 from bot.migrations import MIGRATIONS as BOT_MIGRATIONS
 from bot.settings import BotSettings, ConfigError, find_dotenv
-from memory import MEMORY_RECOVER_WAY_OUT, config_path
+from memory import MEMORY_RECOVER_WAY_OUT, config_path, read_config_toml
 from memory.storage import MIGRATIONS as MEMORY_MIGRATIONS
 from memory.storage import sqlite_fault
 from relay.login import CLAUDE_LOGIN_FIX, CODEX_LOGIN_FIX
-from relay.settings import RelaySettings, read_config_toml
+from relay.settings import RelaySettings
 
 __all__ = ["Check", "doctor_command", "format_checks", "run_doctor"]
 

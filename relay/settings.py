@@ -14,11 +14,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, cast
 
-# read_config_toml is memory's, named here too for the callers that build relay settings from a file.
-from memory import MemorySettings, read_config_toml
+from memory import MemorySettings
 from relay.stages import APPROVAL_POLICIES, STAGES, stage_configs
 
-__all__ = ["PERMISSION_MODES", "PermissionModeName", "RelaySettings", "read_config_toml"]
+__all__ = ["PERMISSION_MODES", "PermissionModeName", "RelaySettings"]
 
 PermissionModeName = Literal["default", "acceptEdits", "plan"]
 # "bypassPermissions" is left out on purpose: the CLI refuses it as root, and it would skip can_use_tool.

@@ -14,8 +14,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from bot.settings import BOT_ENV_VARS, BotSettings, ConfigError, find_dotenv
+from memory import read_config_toml
 from memory.settings import config_path
-from relay.settings import RelaySettings, read_config_toml
+from relay.settings import RelaySettings
 from tests.fuzzing import ROOT, fuzz_settings, mutated_bytes, records, texts
 
 ENV_EXAMPLE = (ROOT / "deploy" / ".env.example").read_bytes()

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from memory import read_config_toml
 from memory.facade import Eywa
 from memory.settings import MemorySettings
-from relay.settings import RelaySettings, read_config_toml
+from relay.settings import RelaySettings
 from tests.cli_env import MACUPOS, arun_macupos
 from tests.doubles.anthropic import AnthropicDouble
 
