@@ -16,19 +16,4 @@ if TYPE_CHECKING:
 else:
     from memory._lazy import surface
 
-    __getattr__, __dir__ = surface(
-        __name__,
-        {
-            "HOME_KEY": "memory.cli.types",
-            "SETTINGS_ERROR_KEY": "memory.cli.types",
-            "StorageFaultExit": "memory.cli.types",
-            "memory_group": "memory.cli.main",
-        },
-    )
-
-__all__ = [
-    "HOME_KEY",
-    "SETTINGS_ERROR_KEY",
-    "StorageFaultExit",
-    "memory_group",
-]
+    __getattr__, __dir__ = surface(__name__, __file__)

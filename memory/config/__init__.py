@@ -20,25 +20,4 @@ if TYPE_CHECKING:
 else:
     from memory._lazy import surface
 
-    __getattr__, __dir__ = surface(
-        __name__,
-        {
-            "Config": "memory.config.loader",
-            "find_dotenv": "memory.config.loader",
-            "load_config": "memory.config.loader",
-            "parse_dotenv": "memory.config.loader",
-            "public_url": "memory.config.loader",
-            "read_dotenv": "memory.config.loader",
-            "telegram_user_ids": "memory.config.loader",
-        },
-    )
-
-__all__ = [
-    "Config",
-    "find_dotenv",
-    "load_config",
-    "parse_dotenv",
-    "public_url",
-    "read_dotenv",
-    "telegram_user_ids",
-]
+    __getattr__, __dir__ = surface(__name__, __file__)

@@ -33,47 +33,4 @@ if TYPE_CHECKING:
 else:
     from memory._lazy import surface
 
-    __getattr__, __dir__ = surface(
-        __name__,
-        {
-            "FactsApi": "memory.facts.api",
-            "FactsGraph": "memory.facts.graph",
-            "GitSync": "memory.facts.gitsync",
-            "GraphEdge": "memory.facts.graph",
-            "GraphNode": "memory.facts.graph",
-            "LoadReport": "memory.facts.api",
-            "Memory": "memory.facts.model",
-            "ScriptResult": "memory.facts.tcl",
-            "State": "memory.facts.model",
-            "build_graph": "memory.facts.graph",
-            "component": "memory.facts.model",
-            "component_types": "memory.facts.model",
-            "effective": "memory.facts.decay",
-            "format_list": "memory.facts.tclwords",
-            "graph_png": "memory.facts.graph_image",
-            "load_origin": "memory.facts.events",
-            "read_events": "memory.facts.events",
-            "to_svg": "memory.facts.graph",
-        },
-    )
-
-__all__ = [
-    "FactsApi",
-    "FactsGraph",
-    "GitSync",
-    "GraphEdge",
-    "GraphNode",
-    "LoadReport",
-    "Memory",
-    "ScriptResult",
-    "State",
-    "build_graph",
-    "component",
-    "component_types",
-    "effective",
-    "format_list",
-    "graph_png",
-    "load_origin",
-    "read_events",
-    "to_svg",
-]
+    __getattr__, __dir__ = surface(__name__, __file__)

@@ -21,27 +21,4 @@ if TYPE_CHECKING:
 else:
     from memory._lazy import surface
 
-    __getattr__, __dir__ = surface(
-        __name__,
-        {
-            "ImportReport": "memory.handoffs.adopt",
-            "ReviewError": "memory.handoffs.review",
-            "correct": "memory.handoffs.review",
-            "count_pending": "memory.handoffs.review",
-            "extract_pending": "memory.handoffs.extraction",
-            "from_markdown": "memory.handoffs.format",
-            "keep": "memory.handoffs.review",
-            "pending": "memory.handoffs.review",
-        },
-    )
-
-__all__ = [
-    "ImportReport",
-    "ReviewError",
-    "correct",
-    "count_pending",
-    "extract_pending",
-    "from_markdown",
-    "keep",
-    "pending",
-]
+    __getattr__, __dir__ = surface(__name__, __file__)

@@ -19,23 +19,4 @@ if TYPE_CHECKING:
 else:
     from memory._lazy import surface
 
-    __getattr__, __dir__ = surface(
-        __name__,
-        {
-            "Privacy": "memory.redact.privacy",
-            "RedactingFilter": "memory.redact.logs",
-            "Redactor": "memory.redact.redactor",
-            "install": "memory.redact.logs",
-            "load_privacy": "memory.redact.privacy",
-            "write_private_file": "memory.redact.privacy",
-        },
-    )
-
-__all__ = [
-    "Privacy",
-    "RedactingFilter",
-    "Redactor",
-    "install",
-    "load_privacy",
-    "write_private_file",
-]
+    __getattr__, __dir__ = surface(__name__, __file__)

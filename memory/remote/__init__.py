@@ -22,27 +22,4 @@ if TYPE_CHECKING:
 else:
     from memory._lazy import surface
 
-    __getattr__, __dir__ = surface(
-        __name__,
-        {
-            "KEY_FIX": "memory.remote.http",
-            "LimitedHttpTools": "memory.remote.http_limits",
-            "Outbox": "memory.remote.outbox",
-            "RemoteMemoryError": "memory.remote.http",
-            "ServiceClient": "memory.remote.http",
-            "ServiceUnreachableError": "memory.remote.http",
-            "Timeouts": "memory.remote.http",
-            "limited_protocol": "memory.remote.http_limits",
-        },
-    )
-
-__all__ = [
-    "KEY_FIX",
-    "LimitedHttpTools",
-    "Outbox",
-    "RemoteMemoryError",
-    "ServiceClient",
-    "ServiceUnreachableError",
-    "Timeouts",
-    "limited_protocol",
-]
+    __getattr__, __dir__ = surface(__name__, __file__)

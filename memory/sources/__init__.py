@@ -15,15 +15,4 @@ if TYPE_CHECKING:
 else:
     from memory._lazy import surface
 
-    __getattr__, __dir__ = surface(
-        __name__,
-        {
-            "MAX_LINE_BYTES": "memory.sources.jsonl",
-            "project_root_sql": "memory.sources.worktrees",
-        },
-    )
-
-__all__ = [
-    "MAX_LINE_BYTES",
-    "project_root_sql",
-]
+    __getattr__, __dir__ = surface(__name__, __file__)
