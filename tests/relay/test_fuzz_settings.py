@@ -17,9 +17,10 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from memory import read_config_toml
 from memory.errors import SettingsError
 from memory.settings import MemorySettings
-from relay.settings import PERMISSION_MODES, RelaySettings, read_config_toml
+from relay.settings import PERMISSION_MODES, RelaySettings
 from tests.fuzzing import fuzz_settings, mutated_bytes, records, shaped, texts, toml_text
 
 REAL_CONFIG = b"""[memory]
