@@ -17,17 +17,21 @@ from pathlib import Path
 
 from relay.worktrees.git import PARALLEL, Git, WorktreeError
 
-__all__ = ["SPARE", "make_spare", "take_spare"]
+__all__ = ["SPARE", "admin_lock", "make_spare", "take_spare"]
 
 SPARE = ".spare"
-_locks: dict[Path, threading.Lock] = {}
+_locks: dict[Path, threading.RLock] = {}
 _guard = threading.Lock()
 
 
-def _lock(repo: Path) -> threading.Lock:
-    """One spare per repository is made or taken at a time (the bot makes one in a thread while it takes one)."""
+def admin_lock(repo: Path) -> threading.RLock:
+    """One change at a time to a repository's worktree records (add, move, prune, remove), in this process.
+
+    Why: ``git worktree prune`` run while another thread's ``git worktree add`` is half done deletes the new
+    worktree's record, and the add fails ("could not open .git/worktrees/<name>/gitdir"): the spare made in the
+    background raced a new branch's checkout that way. Reentrant: taking the spare happens inside a checkout."""
     with _guard:
-        return _locks.setdefault(repo.resolve(), threading.Lock())
+        return _locks.setdefault(repo.resolve(), threading.RLock())
 
 
 def _top(git: Git, path: Path) -> str | None:
@@ -46,7 +50,7 @@ def _top(git: Git, path: Path) -> str | None:
 def make_spare(repo: Path, spare: Path, commit: str, *, env: Mapping[str, str]) -> bool:
     """Make (or bring up to ``commit``) the spare worktree at ``spare``; False when it cannot be made."""
     git = Git(env)
-    with _lock(repo):
+    with admin_lock(repo):
         head = _top(git, spare)
         try:
             if head is None:
@@ -65,7 +69,7 @@ def take_spare(repo: Path, spare: Path, path: Path, branch: str, commit: str, *,
     """Turn the spare into ``branch``'s worktree at ``path``, a new branch at ``commit``; False (nothing changed)
     when there is no usable spare."""
     git = Git(env)
-    with _lock(repo):
+    with admin_lock(repo):
         if _top(git, spare) is None:
             return False
         try:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from relay.worktrees.git import PARALLEL, Git, WorktreeError, ref
-from relay.worktrees.spare import SPARE, make_spare, take_spare
+from relay.worktrees.spare import SPARE, admin_lock, make_spare, take_spare
 
 __all__ = [
     "MAX_BRANCH_LEN",
@@ -170,6 +170,12 @@ def ensure_worktree(repo: Path, branch: str, base: str | None = None, *, env: Ma
     if path.is_dir() and any(path.iterdir()):
         raise WorktreeError(f"{path} exists and is not {branch}'s worktree; move it away first", branch=branch)
     ensure_ignored(repo)
+    with admin_lock(repo):
+        return _add_worktree(git, repo, branch, base, path)
+
+
+def _add_worktree(git: Git, repo: Path, branch: str, base: str, path: Path) -> Worktree:
+    """``branch``'s new worktree at ``path`` (holding the repository's admin lock)."""
     git(repo, "worktree", "prune")  # forgets worktrees whose folder was deleted by hand
     if has_branch(git, repo, branch):
         git(repo, "worktree", "add", "--quiet", str(path), branch, branch=branch, config=PARALLEL)
@@ -180,7 +186,7 @@ def ensure_worktree(repo: Path, branch: str, base: str | None = None, *, env: Ma
             raise WorktreeError(f"{repo} has no commits yet: make a first commit to branch from", branch=branch)
         raise WorktreeError(f"there is no branch {base} to start {branch} from", branch=branch)
     if take_spare(
-        repo, repo / WORKTREES / SPARE, path, branch, start.out.strip(), env=env
+        repo, repo / WORKTREES / SPARE, path, branch, start.out.strip(), env=git.env
     ):  # checked out ahead of time: a rename, no checkout
         return Worktree(repo, branch, path, base, created=True)
     add = ("worktree", "add", "--quiet", "-b", branch, str(path), start.out.strip())
@@ -203,9 +209,10 @@ def discard(repo: Path, branch: str, *, env: Mapping[str, str]) -> None:
     git, path = Git(env), worktree_path(repo, branch)
     if main_branch(git, repo) == branch:
         raise WorktreeError(f"{branch} is the main checkout's branch; it cannot be discarded", branch=branch)
-    git(repo, "worktree", "prune")
-    if probe_worktree(git, path) is not None:
-        git(repo, "worktree", "remove", "--force", str(path), branch=branch)
+    with admin_lock(repo):
+        git(repo, "worktree", "prune")
+        if probe_worktree(git, path) is not None:
+            git(repo, "worktree", "remove", "--force", str(path), branch=branch)
     if has_branch(git, repo, branch):
         git(repo, "branch", "--quiet", "-D", branch, branch=branch)
     root = repo / WORKTREES
