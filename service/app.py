@@ -120,9 +120,10 @@ def build_app(settings: ServiceSettings, open_store: StoreFactory) -> Starlette:
     if settings.web.local:  # the owner's own memory: the pages alone (no keys, so no API and no MCP)
         routes = [r for r in routes if getattr(r, "path", "") == "/healthz"]
     if settings.web.enabled:
-        from service.web.routes import Web, WebHeaders, web_routes  # Jinja2 only when the pages are served
+        from service.web.routes import Chrome, Web, WebHeaders, web_routes  # Jinja2 only when pages are served
 
-        routes += web_routes(Web(settings.web))
+        web = Web(settings.web)
+        routes += web_routes(web)
     middleware = [Middleware(ObserveMiddleware, metrics=metrics)]
     if settings.web.enabled:
         middleware.append(Middleware(WebHeaders))
@@ -142,9 +143,12 @@ def build_app(settings: ServiceSettings, open_store: StoreFactory) -> Starlette:
                 max_age=600,
             )
         )
-    return Starlette(
+    app = Starlette(
         routes=routes,
         middleware=middleware,
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, Exception: _crash},
     )
+    if settings.web.enabled:
+        app.router.default = Chrome(web).not_found  # an unknown address: a page inside the layout
+    return app

@@ -13,7 +13,7 @@ from html import escape
 
 from markupsafe import Markup
 
-__all__ = ["render_markdown"]
+__all__ = ["handoff_parts", "render_markdown"]
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})(.*)$")
@@ -146,3 +146,12 @@ def render_markdown(text: str) -> Markup:
         i += 1
     flush()
     return Markup("\n".join(out))
+
+
+def handoff_parts(markdown: str) -> tuple[str, str]:
+    """(frontmatter, body) of a handoff file: the body is rendered, the frontmatter shown as it is."""
+    if markdown.startswith("---\n"):
+        end = markdown.find("\n---", 4)
+        if end > 0:
+            return markdown[4:end], markdown[end + 4 :].lstrip("\n")
+    return "", markdown
