@@ -1,11 +1,15 @@
-"""What several benchmark scripts share: printing (and saving) their result, waiting for a `macupos serve`."""
+"""What several benchmark scripts share: running one and printing (and saving) its result, waiting for a
+`macupos serve`."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import re
 import subprocess
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,16 @@ def emit(result: dict[str, Any], json_path: Path | None, *, ensure_ascii: bool =
     print(text)
     if json_path:
         json_path.write_text(text + "\n", encoding="utf-8")
+
+
+def run_and_emit(
+    parser: argparse.ArgumentParser, main_async: Callable[[argparse.Namespace], Awaitable[dict[str, Any]]]
+) -> None:
+    """Parse the command line (``parser``'s options and ``--json PATH``), run ``main_async`` on it and emit its
+    result."""
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    emit(asyncio.run(main_async(args)), args.json)
 
 
 def wait_serving(proc: subprocess.Popen[bytes], log: Path, listening: str, start_s: float) -> str:

@@ -14,7 +14,6 @@ Run: .venv/bin/python -m bench.bot_latency [--followups 20] [--strangers 10000] 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
 import tempfile
 import time
@@ -23,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench._harness import emit
+from bench._harness import run_and_emit
 from bot.auth import REFUSAL_TEXT
 from tests.bot.app_harness import FAST, OWNER, harness
 from tests.bot.test_app_security import _stranger_update
@@ -88,10 +87,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--followups", type=int, default=20)
     parser.add_argument("--strangers", type=int, default=10_000)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
-    result = asyncio.run(main_async(args))
-    emit(result, args.json)
+    run_and_emit(parser, main_async)
 
 
 if __name__ == "__main__":

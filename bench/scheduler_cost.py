@@ -40,7 +40,7 @@ from types import SimpleNamespace
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
-from bench._harness import emit
+from bench._harness import run_and_emit
 from bot.profiles import DEFAULT_PROFILE
 from bot.schedule_commands import ScheduleCommands
 from bot.schedule_spec import Spec, next_fire
@@ -339,10 +339,7 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=6.0, help="simulated hours from Monday 07:00")
     parser.add_argument("--window", type=float, default=30.0, help="wall seconds of the real loop, nothing due")
     parser.add_argument("--seed", type=int, default=20261207)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
-    result = asyncio.run(main_async(args))
-    emit(result, args.json)
+    run_and_emit(parser, main_async)
 
 
 if __name__ == "__main__":

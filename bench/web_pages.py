@@ -25,8 +25,6 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -40,8 +38,8 @@ from memory.facade import Eywa
 from memory.facts.api import FactsApi
 from memory.settings import MemorySettings
 from memory.storage.database import Database
+from tests.service.web.browser_rig import headless_chromium, serve_local
 
-MACUPOS = Path(sys.executable).parent / "macupos"
 BIG = "bench-big-session"
 WORDS = "the exporter streams rows to the warehouse, retries on timeouts and logs each batch it wrote. " * 30
 
@@ -112,29 +110,6 @@ async def _prepare(home: Path, handoffs: int, transcript_mb: float) -> dict[str,
     return {"build_s": time.perf_counter() - t0, "transcript_bytes": size, "markdown_bytes": md_bytes, "query": query}
 
 
-def _serve(home: Path) -> tuple[subprocess.Popen[str], str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "CLAUDE_", "CODEX_", "TELEGRAM_"))}
-    env |= {"MACUPOS_HOME": str(home), "MACUPOS_MEMORY_LLM": "0"}
-    proc = subprocess.Popen(
-        [str(MACUPOS), "serve", "--local", "--port", "0"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    url = link = ""
-    while not link:
-        line = proc.stderr.readline()
-        if not line:
-            raise RuntimeError("macupos serve --local stopped before printing its link")
-        if "listening on " in line:
-            url = line.split("listening on ", 1)[1].strip()
-        if "token=" in line:
-            link = line.split("open ", 1)[1].strip()
-    return proc, url, link
-
-
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -187,24 +162,7 @@ def _pages(url: str, link: str, repeat: int, query: str) -> dict[str, dict[str, 
 
 
 def _first_paint(url: str, link: str, paints: int, profile: Path) -> list[float]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(flag)
-    options.binary_location = "/usr/bin/chromium"
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver = headless_chromium(profile)
     try:
         driver.set_window_size(390, 844)
         driver.get(url + link[link.index("/login") :])
@@ -249,7 +207,7 @@ def main() -> None:
         flush=True,
     )
     load = os.getloadavg()
-    proc, url, link = _serve(home)
+    proc, url, link = serve_local(home)
     try:
         pages = _pages(url, link, args.repeat, built["query"])
         paints = _first_paint(url, link, args.paints, root / "chromium-profile")

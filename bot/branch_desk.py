@@ -22,6 +22,7 @@ from telegram.error import TelegramError
 from bot.lane_router import git_call
 from bot.lanes import LaneTag, in_lane
 from bot.records import Branch, Callback
+from bot.sender import Button, send_cards
 from bot.services import Services
 from bot.sessions import ChatSession, SessionManager, Task
 from relay.errors import RelayError
@@ -42,6 +43,11 @@ __all__ = ["BRANCH_ACTION", "BranchDesk", "age_text"]
 logger = logging.getLogger(__name__)
 
 BRANCH_ACTION = "branch"
+# A listed branch's buttons, (label, op) by row.
+_LIST_OPS = (
+    (("🔍 Diff", "diff"), ("🔀 Merge", "merge")),
+    (("🗑 Discard", "discard"), ("▶️ Continue", "continue")),
+)
 _TTL_S = 2 * 86400.0
 _GONE = "That branch is gone (discarded)."
 _MAX_FILES_SHOWN = 15
@@ -66,25 +72,13 @@ class BranchDesk:
     # -- the list ----------------------------------------------------------------------------------
 
     async def show(self, chat_id: int, user_id: int) -> None:
+        async def entry(b: Branch) -> tuple[str, list[list[Button]]]:
+            buttons = [[(label, await self._button(b, user_id, op)) for label, op in row] for row in _LIST_OPS]
+            return await self.card(b), buttons
+
         s = self.services
-        branches = await s.state.branches(chat_id)
-        if not branches:
-            await s.sender.send(
-                chat_id, "No branches yet. Start one with “@NAME instruction” (e.g. @fix-login …).", html_text=False
-            )
-            return
-        for b in branches:
-            buttons = [
-                [
-                    ("🔍 Diff", await self._button(b, user_id, "diff")),
-                    ("🔀 Merge", await self._button(b, user_id, "merge")),
-                ],
-                [
-                    ("🗑 Discard", await self._button(b, user_id, "discard")),
-                    ("▶️ Continue", await self._button(b, user_id, "continue")),
-                ],
-            ]
-            await s.sender.send(chat_id, await self.card(b), html_text=False, buttons=buttons)
+        empty = "No branches yet. Start one with “@NAME instruction” (e.g. @fix-login …)."
+        await send_cards(s.sender, chat_id, await s.state.branches(chat_id), empty, entry)
 
     def state_of(self, c: ChatSession) -> str:
         if self.sessions.slots.place(c.tag) is not None:

@@ -9,6 +9,7 @@ import asyncio
 import logging
 import secrets
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from telegram import BotCommand
@@ -74,22 +75,14 @@ def bot_commands() -> list[BotCommand]:
     return [BotCommand(name, text) for name, text in COMMANDS]
 
 
+@dataclass(eq=False)  # a service object: equal only to itself, and hashable
 class Commands:
-    def __init__(
-        self,
-        services: Services,
-        sessions: SessionManager,
-        controls: ChatControls,
-        branch_desk: BranchDesk,
-        schedules: ScheduleCommands,
-        spoken: SpokenReplies | None = None,
-    ) -> None:
-        self.schedules = schedules
-        self.services = services
-        self.sessions = sessions
-        self.controls = controls
-        self.branch_desk = branch_desk
-        self.spoken = spoken
+    services: Services
+    sessions: SessionManager
+    controls: ChatControls
+    branch_desk: BranchDesk
+    schedules: ScheduleCommands
+    spoken: SpokenReplies | None = None
 
     async def handle(self, name: str, args: str, chat_id: int, user_id: int) -> None:
         s = self.services

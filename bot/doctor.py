@@ -174,13 +174,20 @@ def _json_file(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _key_set(name: str, env: Mapping[str, str], variables: Sequence[str]) -> Check | None:
+    """A pass for the first of ``variables`` set in ``env`` (a key or token the CLI reads first); None if none is."""
+    for var in variables:
+        if env.get(var):
+            return Check(name, True, f"{var} is set")
+    return None
+
+
 def _claude_login(settings: BotSettings) -> Check:
     """The CLI's own order: an env key or token, a cloud provider, then the stored login of ``/login``."""
     env = settings.env
     name = "claude login"
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
-        if env.get(var):
-            return Check(name, True, f"{var} is set")
+    if key := _key_set(name, env, ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")):
+        return key
     for var in ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY"):
         if env.get(var) not in (None, "", "0"):
             return Check(name, True, f"{var}: cloud provider credentials are the provider's to check")
@@ -232,13 +239,8 @@ def _codex_login(settings: BotSettings) -> Check:
     auth = _json_file(home / "auth.json")
     if auth.get("OPENAI_API_KEY") or auth.get("tokens"):
         return Check(name, True, f"logged in ({home / 'auth.json'})")
-    for var in ("CODEX_API_KEY", "OPENAI_API_KEY"):
-        if env.get(var):
-            return Check(name, True, f"{var} is set")
-    return _fail(
-        name,
-        f"no {home / 'auth.json'} and no API key variable",
-        CODEX_LOGIN_FIX,
+    return _key_set(name, env, ("CODEX_API_KEY", "OPENAI_API_KEY")) or _fail(
+        name, f"no {home / 'auth.json'} and no API key variable", CODEX_LOGIN_FIX
     )
 
 

@@ -18,6 +18,7 @@ from bot.profiles import DEFAULT_PROFILE, check_profile
 from bot.records import Callback
 from bot.schedule_spec import ScheduleSpecError, Spec, describe, parse_at, parse_every, parse_spoken
 from bot.schedules import Scheduler, local_time
+from bot.sender import Button, send_cards
 from bot.services import Services
 from bot.sessions import SessionManager
 from bot.state_schedules import Schedule
@@ -103,18 +104,15 @@ class ScheduleCommands:
     # -- /schedules ------------------------------------------------------------------------------------
 
     async def show(self, chat_id: int, user_id: int) -> None:
-        s = self.services
-        found = await s.state.schedules(chat_id)
-        if not found:
-            await s.sender.send(
-                chat_id, "No schedules. Make one with /at 18:30 … or /every weekday 09:00 …", html_text=False
-            )
-            return
-        for sched in found:
+        async def entry(sched: Schedule) -> tuple[str, list[list[Button]]]:
             ops = {"active": [("⏸ Pause", "pause")], "paused": [("▶️ Resume", "resume")]}.get(sched.state, [])
             ops += [("⚡ Run now", "run"), ("🗑 Delete", "delete")]
             row = [(label, await self._button(sched, user_id, op)) for label, op in ops]
-            await s.sender.send(chat_id, self.card(sched), html_text=False, buttons=[row])
+            return self.card(sched), [row]
+
+        s = self.services
+        empty = "No schedules. Make one with /at 18:30 … or /every weekday 09:00 …"
+        await send_cards(s.sender, chat_id, await s.state.schedules(chat_id), empty, entry)
 
     def card(self, sched: Schedule) -> str:
         try:

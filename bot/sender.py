@@ -32,6 +32,7 @@ __all__ = [
     "escape",
     "format_usage",
     "ptb_seconds",
+    "send_cards",
 ]
 
 logger = logging.getLogger(__name__)
@@ -304,6 +305,22 @@ class Sender:
                     await self.send(chat_id, part, html_text=False)
             sent += 1
         return sent
+
+
+async def send_cards(
+    sender: Sender,
+    chat_id: int,
+    items: Sequence[T],
+    empty: str,
+    card: Callable[[T], Awaitable[tuple[str, Sequence[Sequence[Button]]]]],
+) -> None:
+    """A list as plain-text messages, one per item with its buttons (``card``), or ``empty`` when it has none."""
+    if not items:
+        await sender.send(chat_id, empty, html_text=False)
+        return
+    for item in items:
+        text, buttons = await card(item)
+        await sender.send(chat_id, text, html_text=False, buttons=buttons)
 
 
 def _fit(text: str, limit: int = TELEGRAM_LIMIT) -> str:

@@ -104,12 +104,11 @@ class BotState(RunsState, LanesState, SchedulesState):
     async def mark_update(self, update_id: int, status: UpdateStatus) -> None:
         _check(status, UpdateStatus, "update status")
         handled = self._clock() if status in ("done", "failed", "interrupted") else None
-        async with self._db.write() as conn:
-            await conn.execute(
-                "UPDATE updates SET status = ?, handled_at = ?,"
-                " payload = CASE WHEN ? IS NULL THEN payload ELSE redact_json(payload) END WHERE update_id = ?",
-                (status, handled, handled, update_id),
-            )
+        await self._write(
+            "UPDATE updates SET status = ?, handled_at = ?,"
+            " payload = CASE WHEN ? IS NULL THEN payload ELSE redact_json(payload) END WHERE update_id = ?",
+            (status, handled, handled, update_id),
+        )
 
     async def pending_updates(self) -> list[StoredUpdate]:
         """Updates a previous process stored but did not finish, oldest first.
@@ -134,11 +133,9 @@ class BotState(RunsState, LanesState, SchedulesState):
         """Forget finished updates older than that. Telegram keeps updates 24 h and restarts ids at random after
         a quiet week, so an old id must not linger and swallow a new update that reuses it."""
         cutoff = self._clock() - older_than_s
-        async with self._db.write() as conn:
-            cur = await conn.execute(
-                "DELETE FROM updates WHERE received_at < ? AND status NOT IN ('received', 'handling')", (cutoff,)
-            )
-            return cur.rowcount
+        return await self._write(
+            "DELETE FROM updates WHERE received_at < ? AND status NOT IN ('received', 'handling')", (cutoff,)
+        )
 
     # -- chats -----------------------------------------------------------------------------------------
 
@@ -191,12 +188,11 @@ class BotState(RunsState, LanesState, SchedulesState):
         """
         token = secrets.token_urlsafe(16)
         now = self._clock()
-        async with self._db.write() as conn:
-            await conn.execute(
-                "INSERT INTO callbacks(token, grp, chat_id, user_id, action, payload, created_at, expires_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (token, group or token, chat_id, user_id, action, _dumps(payload), now, now + ttl_s),
-            )
+        await self._write(
+            "INSERT INTO callbacks(token, grp, chat_id, user_id, action, payload, created_at, expires_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (token, group or token, chat_id, user_id, action, _dumps(payload), now, now + ttl_s),
+        )
         return token
 
     async def use_callback(self, token: str, user_id: int, now: float | None = None) -> Callback | None:
@@ -217,40 +213,33 @@ class BotState(RunsState, LanesState, SchedulesState):
 
     async def retire_callbacks(self, group: str) -> None:
         """Kill a prompt's buttons without a press (e.g. an approval that timed out)."""
-        async with self._db.write() as conn:
-            await conn.execute(
-                "UPDATE callbacks SET used_at = ? WHERE grp = ? AND used_at IS NULL", (self._clock(), group)
-            )
+        await self._write("UPDATE callbacks SET used_at = ? WHERE grp = ? AND used_at IS NULL", (self._clock(), group))
 
     async def prune_callbacks(self, older_than_s: float = 86400) -> int:
         cutoff = self._clock() - older_than_s
-        async with self._db.write() as conn:
-            cur = await conn.execute("DELETE FROM callbacks WHERE expires_at < ?", (cutoff,))
-            return cur.rowcount
+        return await self._write("DELETE FROM callbacks WHERE expires_at < ?", (cutoff,))
 
     # -- handoff reviews -------------------------------------------------------------------------------
 
     async def review(self, session_id: str, chat_id: int, message_id: int | None) -> HandoffReview:
         """Record a handoff posted for review (or re-posted: the message id moves, the state stays)."""
         now = self._clock()
-        async with self._db.write() as conn:
-            await conn.execute(
-                "INSERT INTO handoff_reviews(session_id, chat_id, message_id, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
-                "chat_id = excluded.chat_id, message_id = excluded.message_id, updated_at = excluded.updated_at",
-                (session_id, chat_id, message_id, now, now),
-            )
+        await self._write(
+            "INSERT INTO handoff_reviews(session_id, chat_id, message_id, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
+            "chat_id = excluded.chat_id, message_id = excluded.message_id, updated_at = excluded.updated_at",
+            (session_id, chat_id, message_id, now, now),
+        )
         found = await self.get_review(session_id)
         assert found is not None  # just written
         return found
 
     async def set_review(self, session_id: str, state: ReviewState, correction: str = "") -> HandoffReview | None:
         _check(state, ReviewState, "review state")
-        async with self._db.write() as conn:
-            await conn.execute(
-                "UPDATE handoff_reviews SET state = ?, correction = ?, updated_at = ? WHERE session_id = ?",
-                (state, correction, self._clock(), session_id),
-            )
+        await self._write(
+            "UPDATE handoff_reviews SET state = ?, correction = ?, updated_at = ? WHERE session_id = ?",
+            (state, correction, self._clock(), session_id),
+        )
         return await self.get_review(session_id)
 
     async def get_review(self, session_id: str) -> HandoffReview | None:
@@ -275,12 +264,11 @@ class BotState(RunsState, LanesState, SchedulesState):
 
     async def set_memory_off(self, project: str, off: bool) -> None:
         """``/memory off`` (True) or ``/memory on`` for a project, by its name."""
-        async with self._db.write() as conn:
-            await conn.execute(
-                "INSERT INTO project_memory(project, private, updated_at) VALUES (?, ?, ?) "
-                "ON CONFLICT(project) DO UPDATE SET private = excluded.private, updated_at = excluded.updated_at",
-                (project, int(off), self._clock()),
-            )
+        await self._write(
+            "INSERT INTO project_memory(project, private, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT(project) DO UPDATE SET private = excluded.private, updated_at = excluded.updated_at",
+            (project, int(off), self._clock()),
+        )
 
     async def memory_off_projects(self) -> set[str]:
         """The names of the projects whose memory ``/memory off`` turned off."""
@@ -291,12 +279,11 @@ class BotState(RunsState, LanesState, SchedulesState):
     async def set_speech(self, chat_id: int, mode: SpeechMode) -> None:
         """``/speak on|off|voice``: which of the chat's answers also come as a voice note."""
         _check(mode, SpeechMode, "speech mode")
-        async with self._db.write() as conn:
-            await conn.execute(
-                "INSERT INTO chat_speech(chat_id, mode, updated_at) VALUES (?, ?, ?) "
-                "ON CONFLICT(chat_id) DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at",
-                (chat_id, mode, self._clock()),
-            )
+        await self._write(
+            "INSERT INTO chat_speech(chat_id, mode, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT(chat_id) DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at",
+            (chat_id, mode, self._clock()),
+        )
 
     async def speech(self, chat_id: int) -> SpeechMode:
         """The chat's speech mode; "voice" (answers to voice notes are spoken) until ``/speak`` changes it."""

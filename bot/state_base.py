@@ -33,3 +33,9 @@ class StateBase:
     async def _one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
         async with self._db.conn.execute(sql, params) as cur:
             return await cur.fetchone()
+
+    async def _write(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """One statement in its own write transaction; the rows it changed."""
+        async with self._db.write() as conn:
+            cur = await conn.execute(sql, params)
+            return int(cur.rowcount)

@@ -14,12 +14,11 @@ class LanesState(StateBase):
     async def add_branch(self, chat_id: int, branch: str, project: str, base: str, path: str) -> Branch:
         """Record a branch of the chat (kept as it is when already recorded)."""
         now = self._clock()
-        async with self._db.write() as conn:
-            await conn.execute(
-                "INSERT INTO branches(chat_id, branch, project, base, path, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(chat_id, branch) DO NOTHING",
-                (chat_id, branch, project, base, path, now, now),
-            )
+        await self._write(
+            "INSERT INTO branches(chat_id, branch, project, base, path, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(chat_id, branch) DO NOTHING",
+            (chat_id, branch, project, base, path, now, now),
+        )
         found = await self.branch(chat_id, branch)
         assert found is not None  # just written
         return found
@@ -41,24 +40,21 @@ class LanesState(StateBase):
         return Branch(*row) if row else None
 
     async def set_branch_session(self, chat_id: int, branch: str, session_id: str) -> None:
-        async with self._db.write() as conn:
-            await conn.execute(
-                "UPDATE branches SET session_id = ?, updated_at = ? WHERE chat_id = ? AND branch = ?",
-                (session_id, self._clock(), chat_id, branch),
-            )
+        await self._write(
+            "UPDATE branches SET session_id = ?, updated_at = ? WHERE chat_id = ? AND branch = ?",
+            (session_id, self._clock(), chat_id, branch),
+        )
 
     async def set_branch_thread(self, chat_id: int, branch: str, thread_id: int) -> None:
-        async with self._db.write() as conn:
-            await conn.execute(
-                "UPDATE branches SET thread_id = ?, updated_at = ? WHERE chat_id = ? AND branch = ?",
-                (thread_id, self._clock(), chat_id, branch),
-            )
+        await self._write(
+            "UPDATE branches SET thread_id = ?, updated_at = ? WHERE chat_id = ? AND branch = ?",
+            (thread_id, self._clock(), chat_id, branch),
+        )
 
     async def touch_branch(self, chat_id: int, branch: str) -> None:
-        async with self._db.write() as conn:
-            await conn.execute(
-                "UPDATE branches SET updated_at = ? WHERE chat_id = ? AND branch = ?", (self._clock(), chat_id, branch)
-            )
+        await self._write(
+            "UPDATE branches SET updated_at = ? WHERE chat_id = ? AND branch = ?", (self._clock(), chat_id, branch)
+        )
 
     async def remove_branch(self, chat_id: int, branch: str) -> None:
         async with self._db.write() as conn:
@@ -68,12 +64,11 @@ class LanesState(StateBase):
     # -- which lane a message belongs to -----------------------------------------------------------------
 
     async def remember_message(self, chat_id: int, message_id: int, branch: str) -> None:
-        async with self._db.write() as conn:
-            await conn.execute(
-                "INSERT INTO lane_messages(chat_id, message_id, branch, at) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT(chat_id, message_id) DO UPDATE SET branch = excluded.branch",
-                (chat_id, message_id, branch, self._clock()),
-            )
+        await self._write(
+            "INSERT INTO lane_messages(chat_id, message_id, branch, at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT(chat_id, message_id) DO UPDATE SET branch = excluded.branch",
+            (chat_id, message_id, branch, self._clock()),
+        )
 
     async def lane_of_message(self, chat_id: int, message_id: int) -> str | None:
         """The lane a bot message belongs to ("" the main checkout), or None when it is not a session's."""
@@ -94,6 +89,4 @@ class LanesState(StateBase):
             )
 
     async def prune_lane_messages(self, older_than_s: float = 30 * 86400) -> int:
-        async with self._db.write() as conn:
-            cur = await conn.execute("DELETE FROM lane_messages WHERE at < ?", (self._clock() - older_than_s,))
-            return cur.rowcount
+        return await self._write("DELETE FROM lane_messages WHERE at < ?", (self._clock() - older_than_s,))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import aiosqlite
 
@@ -17,7 +17,7 @@ from bot.errors import ChatBusyError
 from bot.records import QueuedInstruction, QueueStatus, Run, RunStatus
 from bot.state_base import StateBase, check_value
 
-__all__ = ["RunsState", "insert_queued"]
+__all__ = ["QueueFields", "RunsState", "insert_queued"]
 
 _QUEUE_COLS = "id, chat_id, text, source, status, created_at, attachments, branch, profile, budget_usd, origin, project"
 _RUN_COLS = "id, chat_id, instruction, session_id, project, status, started_at, finished_at, branch, cost_usd"
@@ -33,6 +33,17 @@ def _queued(row: Sequence[Any]) -> QueuedInstruction:
     return QueuedInstruction(row[0], row[1], row[2], row[3], row[4], row[5], images, *row[7:12])
 
 
+class QueueFields(TypedDict, total=False):
+    """A queue row's optional columns, as keywords of :func:`insert_queued` and ``RunsState.enqueue``."""
+
+    status: QueueStatus  # default "queued"
+    branch: str
+    profile: str
+    budget_usd: float | None
+    origin: str
+    project: str
+
+
 async def insert_queued(
     conn: aiosqlite.Connection,
     chat_id: int,
@@ -40,12 +51,7 @@ async def insert_queued(
     source: str,
     now: float,
     images: Sequence[str] = (),
-    status: QueueStatus = "queued",
-    branch: str = "",
-    profile: str = "",
-    budget_usd: float | None = None,
-    origin: str = "",
-    project: str = "",
+    **fields: Unpack[QueueFields],
 ) -> int:
     """The queue row of an instruction, inside a write transaction the caller holds (a schedule's fire and a
     trigger's delivery are recorded in the same transaction, so each is queued exactly once)."""
@@ -59,12 +65,12 @@ async def insert_queued(
             now,
             now,
             json.dumps(list(images)),
-            status,
-            branch,
-            profile,
-            budget_usd,
-            origin,
-            project,
+            fields.get("status", "queued"),
+            fields.get("branch", ""),
+            fields.get("profile", ""),
+            fields.get("budget_usd"),
+            fields.get("origin", ""),
+            fields.get("project", ""),
         ),
     )
     return int(cur.lastrowid or 0)
@@ -74,26 +80,14 @@ class RunsState(StateBase):
     # -- queue -----------------------------------------------------------------------------------------
 
     async def enqueue(
-        self,
-        chat_id: int,
-        text: str,
-        source: str,
-        images: Sequence[str] = (),
-        *,
-        status: QueueStatus = "queued",
-        branch: str = "",
-        profile: str = "",
-        budget_usd: float | None = None,
-        origin: str = "",
+        self, chat_id: int, text: str, source: str, images: Sequence[str] = (), **fields: Unpack[QueueFields]
     ) -> int:
         """Store an instruction in the lane's queue: ``queued`` to wait its turn, ``running`` when it starts now
         (stored first all the same, so a process killed before its run is recorded runs it at the next start)."""
-        check_value(status, QueueStatus, "queue status")
+        check_value(fields.get("status", "queued"), QueueStatus, "queue status")
         now = self._clock()
         async with self._db.write() as conn:
-            return await insert_queued(
-                conn, chat_id, text, source, now, images, status, branch, profile, budget_usd, origin
-            )
+            return await insert_queued(conn, chat_id, text, source, now, images, **fields)
 
     async def next_queued(self, chat_id: int, branch: str = "") -> QueuedInstruction | None:
         row = await self._one(
@@ -114,13 +108,12 @@ class RunsState(StateBase):
 
     async def mark_queued(self, queue_id: int, status: QueueStatus) -> None:
         check_value(status, QueueStatus, "queue status")
-        async with self._db.write() as conn:
-            await conn.execute(
-                "UPDATE queue SET status = ?, updated_at = ?,"
-                " text = CASE WHEN ? IN ('done', 'failed', 'cancelled') THEN redact_text(text) ELSE text END"
-                " WHERE id = ?",
-                (status, self._clock(), status, queue_id),
-            )
+        await self._write(
+            "UPDATE queue SET status = ?, updated_at = ?,"
+            " text = CASE WHEN ? IN ('done', 'failed', 'cancelled') THEN redact_text(text) ELSE text END"
+            " WHERE id = ?",
+            (status, self._clock(), status, queue_id),
+        )
 
     # -- runs ------------------------------------------------------------------------------------------
 
@@ -149,19 +142,17 @@ class RunsState(StateBase):
 
     async def set_run_session(self, run_id: int, session_id: str) -> None:
         """The session id is known only once the CLI has started; store it so an interrupted run can resume."""
-        async with self._db.write() as conn:
-            await conn.execute("UPDATE runs SET session_id = ? WHERE id = ?", (session_id, run_id))
+        await self._write("UPDATE runs SET session_id = ? WHERE id = ?", (session_id, run_id))
 
     async def finish_run(self, run_id: int, status: RunStatus, cost_usd: float = 0.0) -> None:
         """End a run, adding ``cost_usd`` (what it spent) to its cost."""
         check_value(status, RunStatus, "run status")
-        async with self._db.write() as conn:
-            await conn.execute(
-                "UPDATE runs SET status = ?, finished_at = ?, cost_usd = cost_usd + ?,"
-                " instruction = CASE WHEN ? = 'interrupted' THEN instruction ELSE redact_text(instruction) END"
-                " WHERE id = ?",
-                (status, self._clock(), max(0.0, cost_usd), status, run_id),
-            )
+        await self._write(
+            "UPDATE runs SET status = ?, finished_at = ?, cost_usd = cost_usd + ?,"
+            " instruction = CASE WHEN ? = 'interrupted' THEN instruction ELSE redact_text(instruction) END"
+            " WHERE id = ?",
+            (status, self._clock(), max(0.0, cost_usd), status, run_id),
+        )
 
     async def running(self, chat_id: int, branch: str = "") -> Run | None:
         row = await self._one(
@@ -223,8 +214,7 @@ class RunsState(StateBase):
 
     async def mark_reported(self, run_id: int) -> None:
         """The cut run's restart card was sent: a later start does not send it again."""
-        async with self._db.write() as conn:
-            await conn.execute("UPDATE runs SET reported_at = ? WHERE id = ?", (self._clock(), run_id))
+        await self._write("UPDATE runs SET reported_at = ? WHERE id = ?", (self._clock(), run_id))
 
     async def lanes_with_queued(self) -> list[tuple[int, str]]:
         """(chat, branch) of lanes with instructions waiting (at startup: none has a run; they never started)."""
@@ -242,14 +232,12 @@ class RunsState(StateBase):
     async def release_held(self, chat_id: int, status: QueueStatus, branch: str = "") -> int:
         """Resume puts held instructions back in the queue ("queued"); Dismiss cancels them."""
         check_value(status, QueueStatus, "queue status")
-        async with self._db.write() as conn:
-            cur = await conn.execute(
-                "UPDATE queue SET status = ?, updated_at = ?,"
-                " text = CASE WHEN ? = 'cancelled' THEN redact_text(text) ELSE text END"
-                " WHERE chat_id = ? AND branch = ? AND status = 'held'",
-                (status, self._clock(), status, chat_id, branch),
-            )
-            return int(cur.rowcount)
+        return await self._write(
+            "UPDATE queue SET status = ?, updated_at = ?,"
+            " text = CASE WHEN ? = 'cancelled' THEN redact_text(text) ELSE text END"
+            " WHERE chat_id = ? AND branch = ? AND status = 'held'",
+            (status, self._clock(), status, chat_id, branch),
+        )
 
     async def recent_runs(self, chat_id: int, limit: int = 10) -> list[Run]:
         rows = await self._all(

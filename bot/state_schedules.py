@@ -98,11 +98,10 @@ class SchedulesState(StateBase):
         return float(row[0]) if row and row[0] is not None else None
 
     async def set_schedule_state(self, schedule_id: int, state: ScheduleState, next_at: float | None) -> None:
-        async with self._db.write() as conn:
-            await conn.execute(
-                "UPDATE schedules SET state = ?, next_at = ?, updated_at = ? WHERE id = ?",
-                (state, next_at, self._clock(), schedule_id),
-            )
+        await self._write(
+            "UPDATE schedules SET state = ?, next_at = ?, updated_at = ? WHERE id = ?",
+            (state, next_at, self._clock(), schedule_id),
+        )
 
     async def fire_schedule(
         self,
@@ -159,11 +158,10 @@ class SchedulesState(StateBase):
         return queue_id
 
     async def schedule_result(self, schedule_id: int, result: str, cost_usd: float) -> None:
-        async with self._db.write() as conn:
-            await conn.execute(
-                "UPDATE schedules SET last_result = ?, last_cost = ?, updated_at = ? WHERE id = ?",
-                (result, cost_usd, self._clock(), schedule_id),
-            )
+        await self._write(
+            "UPDATE schedules SET last_result = ?, last_cost = ?, updated_at = ? WHERE id = ?",
+            (result, cost_usd, self._clock(), schedule_id),
+        )
 
     async def schedule_fires(self, schedule_id: int) -> list[tuple[float, int, int]]:
         """(fire time, queue row, missed fires folded in) of a schedule, oldest first."""
@@ -221,8 +219,6 @@ class SchedulesState(StateBase):
         return queue_id
 
     async def prune_deliveries(self, older_than_s: float = 30 * 86400) -> int:
-        async with self._db.write() as conn:
-            cur = await conn.execute(
-                "DELETE FROM trigger_deliveries WHERE received_at < ?", (self._clock() - older_than_s,)
-            )
-            return cur.rowcount
+        return await self._write(
+            "DELETE FROM trigger_deliveries WHERE received_at < ?", (self._clock() - older_than_s,)
+        )

@@ -20,18 +20,20 @@ from memory.handoffs.adopt import BATCH_FILES, ImportReport, import_tree
 from memory.handoffs.extraction import extract_pending
 from memory.index import postings as index
 from memory.index.retrieval import ContentHit, ScoredHandoff, retrieve, search_content
-from memory.ingest import IngestReport, ProgressFn, ingest
+from memory.ingest import IngestReport
+from memory.ingest import ingest as ingest_into
 from memory.redact.privacy import hidden_sessions, load_privacy
 from memory.redact.redactor import Redactor
 from memory.settings import MemorySettings
 from memory.spend import MEMORY_ENGINE, day_start
-from memory.storage import ledger, views
+from memory.storage import ledger, turns, views
 from memory.storage import rows as store
 from memory.storage.database import SCHEMA_VERSION, Database
 from memory.storage.files import write_atomic
 from memory.storage.ledger import CostEntry, CostTotal, CostView, GroupBy
 from memory.storage.mirror import handoff_relpath, remove_handoff, sync_folders
-from memory.storage.views import PAGE_BYTES, Child, SessionItem, Slice
+from memory.storage.turns import TurnIndex, TurnText
+from memory.storage.views import Child, SessionItem
 
 __all__ = ["Eywa", "Grounding", "ImportReport", "SessionView", "writes"]
 
@@ -68,6 +70,18 @@ class SessionView:
     session: store.SessionRow | None
     handoff: store.HandoffRow | None
     subagents: list[str] = field(default_factory=list)
+
+
+def _on_store(
+    fn: Callable[Concatenate[Database, MemorySettings, _P], Awaitable[_R]],
+) -> Callable[Concatenate[Eywa, _P], Awaitable[_R]]:
+    """A memory-core function of (database, settings, …) as an :class:`Eywa` method taking the rest."""
+
+    @functools.wraps(fn)
+    async def method(self: Eywa, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return await fn(self.db, self.settings, *args, **kwargs)
+
+    return method
 
 
 def _check_regular_file(path: Path) -> None:
@@ -126,19 +140,7 @@ class Eywa:
         """The last storage fault the database met (damaged pages, a full disk…), or None."""
         return self.db.last_fault
 
-    @writes
-    async def ingest(
-        self,
-        paths: Sequence[Path] = (),
-        *,
-        force: bool = False,
-        extract: bool = True,
-        use_llm: bool | None = None,
-        progress: ProgressFn | None = None,
-    ) -> IngestReport:
-        return await ingest(
-            self.db, self.settings, paths, force=force, extract=extract, use_llm=use_llm, progress=progress
-        )
+    ingest = writes(_on_store(ingest_into))
 
     async def get(
         self,
@@ -370,9 +372,9 @@ class Eywa:
         """A session's subagents and the Codex rollouts linked to it."""
         return await self.db.read(functools.partial(views.children, session_id=session_id))
 
-    async def transcript_slice(self, session_id: str, at: int, size: int = PAGE_BYTES) -> Slice | None:
-        """The page of a session's rendered transcript that starts at byte ``at`` (cut at a turn when it can)."""
-        return await self.db.read(functools.partial(views.transcript_slice, session_id=session_id, at=at, size=size))
+    async def transcript_turns(self, session_id: str, pick: Callable[[TurnIndex], tuple[int, int]]) -> TurnText | None:
+        """A session's turn index and the bytes of its transcript that ``pick(index)`` chooses, in one snapshot."""
+        return await self.db.read(functools.partial(turns.transcript_turns, session_id=session_id, pick=pick))
 
     # -- the cost ledger ---------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ that run side by side (``MACUPOS_MEMORY_CONCURRENCY``) may pass it by the price 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -60,18 +60,9 @@ async def record_spend(
     conn: aiosqlite.Connection, session_id: str, spend: Spend, *, now: datetime | None = None
 ) -> None:
     """Append one ``memory`` row for the extraction of ``session_id``'s handoff (inside ``db.write()``)."""
-    entry = CostEntry(
-        engine=MEMORY_ENGINE,
-        model=spend.model,
-        session_id=session_id,
-        stage=EXTRACT_STAGE,
-        input_tokens=spend.input_tokens,
-        output_tokens=spend.output_tokens,
-        cache_read_tokens=spend.cache_read_tokens,
-        cache_write_tokens=spend.cache_write_tokens,
-        cost_usd=spend.cost_usd,
-        duration_s=spend.duration_s,
-    )
+    # A Spend's fields are all CostEntry fields, under the same names.
+    usage = {f.name: getattr(spend, f.name) for f in fields(spend)}
+    entry = CostEntry(engine=MEMORY_ENGINE, session_id=session_id, stage=EXTRACT_STAGE, **usage)
     await ledger.append(conn, entry, now=now)
 
 

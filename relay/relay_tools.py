@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from claude_agent_sdk import McpSdkServerConfig, SdkMcpTool, create_sdk_mcp_server, tool
 
@@ -25,7 +25,7 @@ from relay.errors import LoginError
 from relay.events import LoginRefused, PermissionRequest, RelayEvent, StageEnd, Usage
 from relay.stages import StageConfig
 
-__all__ = ["SERVER_NAME", "TOOL_NAMES", "RelayTools", "ToolReply", "build_relay_server", "footer"]
+__all__ = ["SERVER_NAME", "TOOL_NAMES", "RelayTools", "ToolHooks", "ToolReply", "build_relay_server", "footer"]
 
 
 SERVER_NAME = "relay"
@@ -35,6 +35,15 @@ _REPLY_FALLBACK_STAGE = "research"
 
 EventSink = Callable[[RelayEvent], Awaitable[None]]
 TurnSink = Callable[[CodexTurn], Awaitable[None]]
+
+
+class ToolHooks(TypedDict, total=False):
+    """What :class:`RelayTools` (and so :func:`build_relay_server`) takes besides its engine, folder and stages."""
+
+    on_event: EventSink | None  # the stages' events
+    on_turn: TurnSink | None  # every Codex turn, failed ones too
+    run_id: str
+    approve: ApprovalHandler | None  # what Codex asks under a stage's approval policy (None: refused)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,24 +64,17 @@ class RelayTools:
     """The tools' behaviour, independent of how they are served."""
 
     def __init__(
-        self,
-        engine: CodexEngine,
-        *,
-        cwd: Path,
-        stages: Mapping[str, StageConfig],
-        on_event: EventSink | None = None,
-        on_turn: TurnSink | None = None,
-        run_id: str = "",
-        approve: ApprovalHandler | None = None,
+        self, engine: CodexEngine, *, cwd: Path, stages: Mapping[str, StageConfig], **hooks: Unpack[ToolHooks]
     ) -> None:
         self.engine = engine
         self.cwd = cwd
         self.stages = stages
-        self.on_event = on_event
-        self.on_turn = on_turn
-        self.run_id = run_id
+        self.on_event = hooks.get("on_event")
+        self.on_turn = hooks.get("on_turn")
+        self.run_id = run_id = hooks.get("run_id", "")
         # What Codex asks the owner under a stage's approval policy; "allow for this session" lasts as long
         # as these tools, i.e. the Claude session they serve.
+        approve = hooks.get("approve")
         self.approve = CodexGrants(self._announced(approve) if approve is not None else None)
         self.codex_stages = CodexStages(engine, cwd=cwd, approve=self.approve, emit=self._emit, run_id=run_id)
 
@@ -181,22 +183,13 @@ def _content(reply: ToolReply) -> dict[str, Any]:
 
 
 def build_relay_server(
-    engine: CodexEngine,
-    *,
-    cwd: Path,
-    stages: Mapping[str, StageConfig],
-    on_event: EventSink | None = None,
-    on_turn: TurnSink | None = None,
-    run_id: str = "",
-    approve: ApprovalHandler | None = None,
+    engine: CodexEngine, *, cwd: Path, stages: Mapping[str, StageConfig], **hooks: Unpack[ToolHooks]
 ) -> McpSdkServerConfig:
     """The in-process ``relay`` server for ``ClaudeAgentOptions(mcp_servers={"relay": ...})``.
 
     ``approve`` answers what Codex asks under a stage's approval policy (none: Codex's requests are refused).
     """
-    tools = RelayTools(
-        engine, cwd=cwd, stages=stages, on_event=on_event, on_turn=on_turn, run_id=run_id, approve=approve
-    )
+    tools = RelayTools(engine, cwd=cwd, stages=stages, **hooks)
     codex_schema = {**_CODEX_SCHEMA, "properties": {**_CODEX_SCHEMA["properties"]}}
     codex_schema["properties"]["stage"] = {**codex_schema["properties"]["stage"], "enum": list(stages)}
 

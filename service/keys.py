@@ -23,7 +23,19 @@ from service.errors import Conflict
 from service.migrations import MIGRATIONS
 from service.tenants import SCOPES, KeyRecord, NewKey, Scope, check_tenant_name
 
-__all__ = ["KEY_PREFIX", "KEY_RE", "SqliteKeyStore", "digest", "key_id_of", "mask_keys", "matches", "mint_key"]
+__all__ = [
+    "KEY_PREFIX",
+    "KEY_RE",
+    "SqliteKeyStore",
+    "digest",
+    "key_id_of",
+    "key_record",
+    "list_keys_query",
+    "live_key",
+    "mask_keys",
+    "matches",
+    "mint_key",
+]
 
 KEY_PREFIX = "mpk_"
 _ID_HEX = 12
@@ -64,8 +76,26 @@ def matches(presented: str, stored: str | None) -> bool:
     return hmac.compare_digest(digest(presented), stored if stored is not None else _DUMMY) and stored is not None
 
 
-def _record(row: Any) -> KeyRecord:
-    return KeyRecord(str(row[0]), str(row[1]), cast(Scope, row[2]), str(row[3]), float(row[4]), row[5])
+def key_record(row: Any) -> KeyRecord:
+    """A key's row (``key id, tenant, scope, label, created_at, revoked_at``, either store) as a KeyRecord."""
+    revoked = float(row[5]) if row[5] is not None else None
+    return KeyRecord(str(row[0]), str(row[1]), cast(Scope, row[2]), str(row[3]), float(row[4]), revoked)
+
+
+def live_key(presented: str, row: Any) -> KeyRecord | None:
+    """The record of the row found for ``presented`` (None when none was; its digest in ``row[6]``), or None
+    when the key does not match it or was revoked."""
+    if not matches(presented, str(row[6]) if row else None) or row is None or row[5] is not None:
+        return None
+    return key_record(row)
+
+
+def list_keys_query(
+    table: str, columns: str, *, tenant_column: str, mark: str, tenant: str | None
+) -> tuple[str, tuple[str, ...]]:
+    """``list_keys``'s query and arguments in either store's names (``mark``: its placeholder)."""
+    where, args = (f" WHERE {tenant_column} = {mark}", (tenant,)) if tenant is not None else ("", ())
+    return f"SELECT {columns} FROM {table}{where} ORDER BY {tenant_column}, created_at, key_id", args
 
 
 class SqliteKeyStore:
@@ -106,19 +136,12 @@ class SqliteKeyStore:
             return None
         sql = f"SELECT {_COLS}, sha256 FROM api_keys WHERE key_id = ?"
         row = await self.db.read(lambda conn: conn.execute(sql, (key_id,)).fetchone())
-        if not matches(presented, str(row[6]) if row else None) or row is None or row[5] is not None:
-            return None
-        return _record(row)
+        return live_key(presented, row)
 
     async def list_keys(self, tenant: str | None = None) -> list[KeyRecord]:
-        sql = f"SELECT {_COLS} FROM api_keys"
-        args: tuple[str, ...] = ()
-        if tenant is not None:
-            sql += " WHERE tenant = ?"
-            args = (tenant,)
-        sql += " ORDER BY tenant, created_at, key_id"
+        sql, args = list_keys_query("api_keys", _COLS, tenant_column="tenant", mark="?", tenant=tenant)
         rows = await self.db.read(lambda conn: conn.execute(sql, args).fetchall())
-        return [_record(r) for r in rows]
+        return [key_record(r) for r in rows]
 
     async def revoke(self, key_id: str) -> KeyRecord | None:
         """Revoke a key (from its next request on); returns it, or None when there is no such key."""
@@ -128,7 +151,7 @@ class SqliteKeyStore:
             )
             async with conn.execute(f"SELECT {_COLS} FROM api_keys WHERE key_id = ?", (key_id,)) as cur:
                 row = await cur.fetchone()
-        return _record(row) if row else None
+        return key_record(row) if row else None
 
     async def tenants(self) -> list[str]:
         rows = await self.db.read(lambda conn: conn.execute("SELECT name FROM tenants ORDER BY name").fetchall())

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 from datetime import datetime
+from typing import TypeVar
 
 from starlette.requests import Request
 
@@ -13,6 +14,7 @@ from service.errors import BadRequest
 __all__ = ["instant_param", "int_param", "parse_instant", "positive_float_param", "text_param"]
 
 MAX_TEXT = 4000
+_N = TypeVar("_N", int, float)
 
 
 def text_param(request: Request, name: str, default: str = "", *, required: bool = False) -> str:
@@ -28,35 +30,41 @@ def text_param(request: Request, name: str, default: str = "", *, required: bool
     return value
 
 
-def int_param(request: Request, name: str, default: int, lo: int, hi: int) -> int:
+def _given(request: Request, name: str) -> str | None:
+    """The parameter's text; None when it is absent or empty (both mean "not given")."""
     raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return default
+    return None if raw is None or raw == "" else raw
+
+
+def _number(
+    request: Request, name: str, convert: Callable[[str], _N], ok: Callable[[_N], bool], rule: str
+) -> _N | None:
+    """The parameter as a number, None when not given; a 400 ``{name} must be {rule}`` when it is no number or
+    not ``ok``."""
+    raw = _given(request, name)
+    if raw is None:
+        return None
     try:
-        value = int(raw)
+        value = convert(raw)
     except ValueError:
-        raise BadRequest(f"{name} must be a whole number from {lo} to {hi}") from None
-    if not lo <= value <= hi:
-        raise BadRequest(f"{name} must be a whole number from {lo} to {hi}")
+        raise BadRequest(f"{name} must be {rule}") from None
+    if not ok(value):
+        raise BadRequest(f"{name} must be {rule}")
     return value
+
+
+def int_param(request: Request, name: str, default: int, lo: int, hi: int) -> int:
+    value = _number(request, name, int, lambda v: lo <= v <= hi, f"a whole number from {lo} to {hi}")
+    return default if value is None else value
 
 
 def positive_float_param(request: Request, name: str) -> float | None:
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not value > 0:  # NaN fails this too
-        raise BadRequest(f"{name} must be a positive number")
-    return value
+    return _number(request, name, float, lambda v: v > 0, "a positive number")  # NaN fails v > 0 too
 
 
 def instant_param(request: Request, name: str) -> datetime | None:
-    raw = request.query_params.get(name)
-    return None if raw is None or raw == "" else parse_instant(raw, name)
+    raw = _given(request, name)
+    return None if raw is None else parse_instant(raw, name)
 
 
 def parse_instant(raw: str, name: str) -> datetime:

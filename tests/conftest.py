@@ -37,7 +37,11 @@ _SLOW_PATHS = (
     "memory/test_crash_loops.py",
     "service/pg/",
     "service/test_shared_files.py",
+    "service/web/test_accessibility.py",
     "service/web/test_browser.py",
+    "service/web/test_graph_browser.py",
+    "service/web/test_review_browser.py",
+    "service/web/test_session_browser.py",
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import textwrap
 from pathlib import Path
 
@@ -95,3 +96,37 @@ def test_every_surface_name_loads_and_is_typed_the_same_way(surface: str) -> Non
 def test_only_a_dozen_modules_stay_at_memory_top() -> None:
     top = sorted(p.name for p in MEMORY.glob("*.py") if p.name != "__init__.py")
     assert len(top) <= 12, top
+
+
+# Memory's own tables (memory/storage/migrations.py). The PostgreSQL store (service/pg) is memory's storage
+# behind the same facade, so it is the one other place that names them.
+_MEMORY_TABLES = (
+    "applied_events|chunk_fts|chunks|content|content_rows|content_vocab|facts|facts_fts|forgotten|handoffs|"
+    "ledger|meta|postings|postings_v|problems|sessions|sources|term_df"
+)
+_SQL_ON_MEMORY = re.compile(rf"\b(?:FROM|INTO|UPDATE|JOIN)\s+(?:{_MEMORY_TABLES})\b|\beywa\.db\b")
+
+
+def _schema_reaches(source: str) -> list[str]:
+    return [f"line {n}: {line.strip()}" for n, line in enumerate(source.splitlines(), 1) if _SQL_ON_MEMORY.search(line)]
+
+
+def test_memory_s_schema_stays_inside_memory() -> None:
+    """The facade owns its schema: pages, the bot and the relay read memory through named read models."""
+    offenders = [
+        f"{path.relative_to(ROOT)} {hit}"
+        for package in CALLERS
+        if (ROOT / package).is_dir()
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if not path.is_relative_to(ROOT / "service" / "pg")
+        for hit in _schema_reaches(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
+
+
+def test_the_schema_rule_sees_sql_and_the_database_handle() -> None:
+    assert _schema_reaches('sql = "SELECT count(*) FROM handoffs WHERE review = ?"')
+    assert _schema_reaches("rows = await eywa.db.read(fn)")
+    assert _schema_reaches("INSERT INTO ledger (ts) VALUES (?)")
+    assert not _schema_reaches("rows = await eywa.list_sessions(limit=5)")
+    assert not _schema_reaches('"SELECT name FROM tenants"')

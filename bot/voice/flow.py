@@ -13,6 +13,7 @@ import logging
 import re
 import secrets
 import time
+from dataclasses import KW_ONLY, dataclass
 
 from telegram import Voice
 from telegram.constants import ChatAction
@@ -59,19 +60,13 @@ def echo_text(transcript: Transcript, text: str) -> str:
     return f"🎙 {escape(text)}{corrections(transcript)}"
 
 
+@dataclass(eq=False)  # a service object: equal only to itself, and hashable
 class VoiceFlow:
-    def __init__(
-        self,
-        services: Services,
-        sessions: SessionManager,
-        answers: VoiceAnswers | None = None,
-        *,
-        schedules: ScheduleCommands | None = None,
-    ) -> None:
-        self.schedules = schedules  # a note that starts with a schedule is offered as one
-        self.services = services
-        self.sessions = sessions
-        self.answers = answers
+    services: Services
+    sessions: SessionManager
+    answers: VoiceAnswers | None = None
+    _: KW_ONLY
+    schedules: ScheduleCommands | None = None  # a note that starts with a schedule is offered as one
 
     async def hotwords(self) -> list[str]:
         s = self.services

@@ -21,7 +21,7 @@ from typing import Any
 
 from memory.storage.files import write_atomic
 
-__all__ = ["Event", "EventLog", "load_origin", "new_event", "read_events"]
+__all__ = ["Event", "EventLog", "load_origin", "new_event", "parse_event", "read_events"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,8 @@ def new_event(origin: str, op: str, args: dict[str, Any], at_ms: int) -> Event:
     return Event(uuid.uuid4().hex, at_ms, origin, op, args)
 
 
-def _parse(line: str) -> Event | None:
+def parse_event(line: str | bytes) -> Event | None:
+    """The event on one log line, or None when it is not a whole, well-formed one."""
     try:
         raw = json.loads(line)
     except ValueError:
@@ -78,7 +79,7 @@ def read_events(folder: Path) -> Iterator[Event]:
         for n, raw in enumerate(data.split(b"\n"), 1):
             if not raw.strip():
                 continue
-            event = _parse(raw.decode("utf-8", errors="replace"))
+            event = parse_event(raw.decode("utf-8", errors="replace"))
             if event is None:
                 logger.warning("%s:%d: skipped a malformed event line", path, n)
                 continue
@@ -137,7 +138,7 @@ class EventLog:
                 return False
             cut = data.rfind(b"\n") + 1
             tail = data[cut:]
-            if _parse(tail.decode("utf-8", errors="replace")) is not None:
+            if parse_event(tail.decode("utf-8", errors="replace")) is not None:
                 fh.seek(0, os.SEEK_END)
                 fh.write(b"\n")
             else:

@@ -6,7 +6,6 @@ but facts — a code repository synced by mistake would be worse than no sync.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Iterable, Sequence
@@ -14,6 +13,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from memory.errors import SyncError
+from memory.facts.events import parse_event
 from memory.storage.files import write_atomic_bytes
 
 __all__ = [
@@ -140,11 +140,5 @@ def repair_lines(path: Path) -> bool:
 
 
 def is_event(line: bytes) -> bool:
-    try:
-        event = json.loads(line)
-    except ValueError:
-        return False
-    if not isinstance(event, dict):
-        return False
-    fields = (event.get(k) for k in ("id", "at_ms", "origin", "op", "args"))
-    return all(isinstance(v, t) for v, t in zip(fields, (str, int, str, str, dict), strict=True)) and bool(event["id"])
+    # Parsed as bytes: a line that is not UTF-8 counts as damaged here.
+    return parse_event(line) is not None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,7 +24,17 @@ from memory.factory import Memory
 from memory.handoffs.format import from_markdown, to_markdown
 from memory.storage.rows import HANDOFF_COLS, HandoffRow, handoff_from_row
 
-__all__ = ["PENDING", "ReviewError", "correct", "correction_note", "count_pending", "keep", "pending"]
+__all__ = [
+    "PENDING",
+    "QueueState",
+    "ReviewError",
+    "correct",
+    "correction_note",
+    "count_pending",
+    "keep",
+    "pending",
+    "queue_state",
+]
 
 PENDING = "pending"
 KEPT = "kept"
@@ -107,3 +117,19 @@ async def count_pending(eywa: Eywa, *, project: str | None = None) -> int:
     sql = f"SELECT count(*) FROM handoffs WHERE {where}"
     row = await eywa.db.read(lambda conn: conn.execute(sql, args).fetchone())
     return int(row[0]) if row else 0
+
+
+@dataclass(frozen=True, slots=True)
+class QueueState:
+    pending: int
+    newest_ts: float  # of the newest handoff waiting (0 when none)
+    newer: int  # waiting handoffs newer than ``after``
+
+
+async def queue_state(eywa: Eywa, *, project: str | None = None, after: float = 0.0) -> QueueState:
+    """The queue as ``pending`` counts it, in one read: how many wait, the newest's time, and how many are
+    newer than ``after`` (what a live page has not shown yet)."""
+    where, args = _where(project)
+    sql = f"SELECT count(*), coalesce(max(ts), 0), coalesce(sum(ts > ?), 0) FROM handoffs WHERE {where}"
+    row = await eywa.db.read(lambda conn: conn.execute(sql, (after, *args)).fetchone())
+    return QueueState(int(row[0]), float(row[1]), int(row[2])) if row else QueueState(0, 0.0, 0)

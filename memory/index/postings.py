@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import aiosqlite
 
 from memory.index.tokenize import keyword_terms, project_terms
-from memory.storage.sqlsteps import Op, Steps, run_async
+from memory.storage.sqlsteps import Op, Steps, on_async, run_async
 
 __all__ = [
     "FIELD_DOC",
@@ -80,35 +80,6 @@ def _keyword_terms(keyword: str) -> tuple[str, ...]:
     return tuple(keyword_terms(keyword))
 
 
-async def index_handoff(
-    conn: aiosqlite.Connection,
-    *,
-    session_id: str,
-    ts: float,
-    projects: Sequence[str],
-    keywords: Sequence[str],
-    substance: int,
-    kind: str,
-    duration_min: float | None = None,
-) -> None:
-    """Post a handoff (replacing whatever was posted for it before); subagents and substance 0 are unposted.
-
-    ``duration_min`` defaults to the stored handoff row's: write the row first, then index it.
-    """
-    await run_async(
-        conn,
-        index_handoff_steps(
-            session_id=session_id,
-            ts=ts,
-            projects=projects,
-            keywords=keywords,
-            substance=substance,
-            kind=kind,
-            duration_min=duration_min,
-        ),
-    )
-
-
 def index_handoff_steps(
     *,
     session_id: str,
@@ -140,6 +111,15 @@ def index_handoff_steps(
         "value = MAX(CAST(value AS REAL), CAST(excluded.value AS REAL))",
         [("max_duration_min", repr(dur))],
     )
+
+
+index_handoff = on_async(
+    index_handoff_steps,
+    """Post a handoff (replacing whatever was posted for it before); subagents and substance 0 are unposted.
+
+    ``duration_min`` defaults to the stored handoff row's: write the row first, then index it.
+    """,
+)
 
 
 def index_new_handoffs_steps(handoffs: Sequence[tuple[str, float, float, Set[tuple[int, str]]]]) -> Steps[None]:

@@ -9,29 +9,16 @@ from memory.index.branch_pref import BranchNote
 from memory.index.content_term import ContentTerm
 from memory.index.retrieval import ContentHit, Explanation, MatchedTerm, ScoredHandoff
 from memory.models import SessionKind
+from memory.storage import rows as store
 from memory.storage.rows import HandoffRow, handoff_ts
 
 __all__ = ["content_hit", "handoff_row", "listed_row", "scored"]
 
 
 def handoff_row(markdown: str, review: str = "") -> HandoffRow:
-    """A stored handoff's row, read back from its markdown (what the service answers for one)."""
-    h = from_markdown(markdown)
-    return HandoffRow(
-        h.session_id,
-        h.kind,
-        h.parent_id,
-        handoff_ts(h.date),
-        h.date,
-        h.duration_min,
-        h.substance,
-        h.headline,
-        tuple(h.projects),
-        tuple(h.keywords),
-        markdown,
-        h.source,
-        review,
-    )
+    """A stored handoff's row, read back from its markdown (what the service answers for one): the row the
+    local store would keep for it."""
+    return store.handoff_from_row(store.handoff_row(from_markdown(markdown), markdown=markdown, review=review))
 
 
 def _explanation(raw: dict[str, Any] | None) -> Explanation:

@@ -28,9 +28,12 @@ if TYPE_CHECKING:
     from memory.storage.rows import SessionRow as SessionRow
     from memory.storage.rows import SourceRow as SourceRow
     from memory.storage.rows import get_handoff as get_handoff
+    from memory.storage.turns import TaskCall as TaskCall
+    from memory.storage.turns import Turn as Turn
+    from memory.storage.turns import TurnIndex as TurnIndex
+    from memory.storage.turns import TurnText as TurnText
     from memory.storage.views import Child as Child
     from memory.storage.views import SessionItem as SessionItem
-    from memory.storage.views import Slice as Slice
 else:
     from memory._lazy import surface
 

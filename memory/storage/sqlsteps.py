@@ -11,15 +11,16 @@ same statements in the same order, so both leave the same rows.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Coroutine, Generator, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import aiosqlite
 
-__all__ = ["Op", "Steps", "run_async", "run_sync"]
+__all__ = ["Op", "Steps", "on_async", "run_async", "run_sync"]
 
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
 _Kind = Literal["run", "many", "row", "rows", "rowid"]
 
 
@@ -101,3 +102,17 @@ async def run_async(conn: aiosqlite.Connection, steps: Steps[_T]) -> _T:
         else:
             async with conn.execute(op.sql, op.args) as cur:
                 result = await (cur.fetchone() if op.kind == "row" else cur.fetchall())
+
+
+def on_async(
+    steps: Callable[_P, Steps[_T]], doc: str
+) -> Callable[Concatenate[aiosqlite.Connection, _P], Coroutine[Any, Any, _T]]:
+    """A step function as one call on an aiosqlite connection (:func:`run_async`), taking the same arguments
+    after the connection: the ``x_steps`` function is then written once, not again as ``x``."""
+
+    async def run(conn: aiosqlite.Connection, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        return await run_async(conn, steps(*args, **kwargs))
+
+    run.__name__ = run.__qualname__ = steps.__name__.removesuffix("_steps")
+    run.__doc__ = doc
+    return run

@@ -20,18 +20,13 @@ import aiosqlite
 from memory.sources.worktrees import project_root_sql
 
 __all__ = [
-    "PAGE_BYTES",
     "Child",
     "SessionItem",
-    "Slice",
     "children",
     "counts",
     "list_sessions",
     "sources_holding",
-    "transcript_slice",
 ]
-
-PAGE_BYTES = 128 * 1024  # a transcript page: a phone's worth of scrolling, rendered in a few ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,16 +51,6 @@ class Child:
     kind: str
     title: str
     at: str
-
-
-@dataclass(frozen=True, slots=True)
-class Slice:
-    text: str
-    start: int  # bytes
-    end: int
-    total: int
-    prev_start: int | None
-    next_start: int | None
 
 
 # Every session, narrow (id, time, kind, parent, folder): transcripts, and handoffs imported without one. A
@@ -148,54 +133,6 @@ def children(conn: sqlite3.Connection, session_id: str) -> list[Child]:
     """A session's subagents and the Codex rollouts linked to it."""
     sql = "SELECT session_id, kind, title, started_at FROM sessions WHERE parent_id = ? ORDER BY started_at, session_id"
     return [Child(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in conn.execute(sql, (session_id,)).fetchall()]
-
-
-def _turn_start(data: bytes, low: int) -> int | None:
-    """The offset of the last turn heading (or else line start) in ``data`` at or after ``low``."""
-    for needle in (b"\n## ", b"\n"):
-        at = data.rfind(needle, low)
-        if at >= 0:
-            return at + 1
-    return None
-
-
-def transcript_slice(conn: sqlite3.Connection, session_id: str, at: int, size: int = PAGE_BYTES) -> Slice | None:
-    """The page of a session's rendered transcript that starts at byte ``at`` (cut at a turn when it can)."""
-    row = conn.execute("SELECT rowid FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
-    if row is None:
-        return None
-    with conn.blobopen("sessions", "markdown", int(row[0]), readonly=True) as blob:
-        total = len(blob)
-        start = max(0, min(at, total))
-        if start > 0:  # the requested offset moved to the start of its line (offsets come from links we made)
-            back = max(0, start - 4096)
-            blob.seek(back)
-            head = blob.read(start - back)
-            nl = head.rfind(b"\n")
-            start = back + nl + 1 if nl >= 0 else start
-        blob.seek(start)
-        data = blob.read(size)
-        end = start + len(data)
-        if end < total:
-            cut = _turn_start(data, len(data) // 2)
-            if cut is not None and cut > 0:
-                data = data[:cut]
-                end = start + cut
-        prev_start: int | None = None
-        if start > 0:
-            low = max(0, start - size)
-            blob.seek(low)
-            before = blob.read(start - low)
-            first = before.find(b"\n## ") if low > 0 else -1
-            prev_start = low + first + 1 if first >= 0 and low + first + 1 < start else low
-    return Slice(
-        text=data.decode("utf-8", errors="replace"),
-        start=start,
-        end=end,
-        total=total,
-        prev_start=prev_start,
-        next_start=end if end < total else None,
-    )
 
 
 async def sources_holding(

@@ -8,21 +8,15 @@ reads its key's row.
 from __future__ import annotations
 
 import time
-from typing import Any, cast
 
 from service.errors import Conflict
-from service.keys import digest, key_id_of, matches, mint_key
+from service.keys import digest, key_id_of, key_record, list_keys_query, live_key, mint_key
 from service.pg.link import PgLink
 from service.tenants import KeyRecord, NewKey, Scope
 
 __all__ = ["PgKeyStore"]
 
 _COLS = "key_id, tenant_id, scope, label, created_at, revoked_at"
-
-
-def _record(row: Any) -> KeyRecord:
-    revoked = float(row[5]) if row[5] is not None else None
-    return KeyRecord(str(row[0]), str(row[1]), cast(Scope, row[2]), str(row[3]), float(row[4]), revoked)
 
 
 class PgKeyStore:
@@ -63,27 +57,21 @@ class PgKeyStore:
             " FROM macupos.api_keys AS k JOIN macupos.tenants AS t ON t.tenant_id = k.tenant_id WHERE k.key_id = %s",
             (key_id,),
         )
-        row = rows[0] if rows else None
-        if not matches(presented, str(row[6]) if row else None) or row is None or row[5] is not None:
-            return None
-        self.link.saw(str(row[1]), int(row[7]), str(row[8]))
-        return _record(row)
+        record = live_key(presented, rows[0] if rows else None)
+        if record is not None:  # found, so rows[0] is its row
+            self.link.saw(record.tenant, int(rows[0][7]), str(rows[0][8]))
+        return record
 
     async def list_keys(self, tenant: str | None = None) -> list[KeyRecord]:
-        query = f"SELECT {_COLS} FROM macupos.api_keys"
-        args: tuple[str, ...] = ()
-        if tenant is not None:
-            query += " WHERE tenant_id = %s"
-            args = (tenant,)
-        query += " ORDER BY tenant_id, created_at, key_id"
-        return [_record(r) for r in await self.link.fetch(query, args)]
+        query, args = list_keys_query("macupos.api_keys", _COLS, tenant_column="tenant_id", mark="%s", tenant=tenant)
+        return [key_record(r) for r in await self.link.fetch(query, args)]
 
     async def revoke(self, key_id: str) -> KeyRecord | None:
         rows = await self.link.fetch(
             f"UPDATE macupos.api_keys SET revoked_at = COALESCE(revoked_at, %s) WHERE key_id = %s RETURNING {_COLS}",
             (time.time(), key_id),
         )
-        return _record(rows[0]) if rows else None
+        return key_record(rows[0]) if rows else None
 
     async def tenants(self) -> list[str]:
         return [str(r[0]) for r in await self.link.fetch("SELECT tenant_id FROM macupos.tenants ORDER BY tenant_id")]

@@ -5,18 +5,21 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from starlette.responses import Response
 
-from memory import SessionKind
-from memory.handoffs import count_pending, pending
+from memory.handoffs import count_pending
 from service.web.core import WebCall, query, query_int
+from service.web.exports import EXPORT_FORMATS, export_response
+from service.web.live import session_filters
 from service.web.markdown import handoff_parts, render_markdown
+from service.web.review_view import REVIEW_PAGE, ReviewPlace, render_review
+from service.web.search_view import formula_html, is_match, result_row
 
-__all__ = ["cost_page", "review_page", "search_page", "sessions_page", "stats_page"]
+__all__ = ["REVIEW_PAGE", "cost_page", "review_page", "search_page", "sessions_page", "stats_page"]
 
 SESSIONS_PAGE = 50
-REVIEW_PAGE = 20
 
 
 def _days_back(raw: str) -> float | None:
@@ -27,67 +30,105 @@ def _days_back(raw: str) -> float | None:
     return value if value > 0 else None
 
 
+def _export_format(call: WebCall) -> str:
+    """``?format=json|csv`` (anything else, the page itself)."""
+    fmt = query(call.request, "format", limit=8).lower()
+    return fmt if fmt in EXPORT_FORMATS else ""
+
+
+def _permalink(path: str, params: dict[str, str], **extra: str) -> str:
+    """The page's own address with its filters (and ``extra``): what an export link and a bookmark keep."""
+    pairs = [(k, v) for k, v in {**params, **extra}.items() if v]
+    return path + ("?" + urlencode(pairs, quote_via=quote) if pairs else "")
+
+
 async def search_page(call: WebCall) -> Response:
+    """The grounding for a query: what matched, then (apart) the recent handoffs that fill up to k without
+    matching; ``?format=json|csv`` exports the same results."""
     r = call.request
     q = query(r, "q")
     project = query(r, "project", limit=200)
     days = query(r, "days_back", limit=20)
     k = query_int(r, "max", 5, 1, 5)
-    results: list[dict[str, Any]] = []
+    fmt = _export_format(call)
+    matched: list[dict[str, Any]] = []
+    recent: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
     if q or project:
         eywa = await call.tenant.eywa()
         g = await eywa.get(q, project=project or None, days_back=_days_back(days), max_handoffs=k)
-        for res in g.results:
+        for rank, res in enumerate(g.results, 1):
+            rows.append(result_row(rank, res))
+            if fmt:
+                continue
             md = g.markdowns.get(res.session_id, "")
-            results.append(
-                {
-                    "r": res,
-                    "explain": asdict(res.explanation),
-                    "body": render_markdown(handoff_parts(md)[1]) if md else "",
-                }
-            )
-    return call.render("search.html", nav="search", q=q, project=project, days_back=days, max=k, results=results)
+            item = {
+                "r": res,
+                "rank": rank,
+                "explain": asdict(res.explanation),
+                "body": render_markdown(handoff_parts(md)[1]) if md else "",
+            }
+            (matched if is_match(res) else recent).append(item)
+    params = {"q": q, "project": project, "days_back": days, "max": str(k)}
+    if fmt:
+        return export_response(rows, fmt, "search")
+    return call.render(
+        "search.html",
+        nav="search",
+        q=q,
+        project=project,
+        days_back=days,
+        max=k,
+        matched=matched,
+        recent=recent,
+        formula=formula_html(),
+        json_url=_permalink("/search", params, format="json"),
+        csv_url=_permalink("/search", params, format="csv"),
+    )
 
 
 async def sessions_page(call: WebCall) -> Response:
-    r = call.request
-    kind = query(r, "kind", limit=20)
-    if kind not in ("", *SessionKind):
-        kind = ""
-    filters = {
-        "project": query(r, "project", limit=200),
-        "kind": kind,
-        "since": query(r, "since", limit=10),
-        "until": query(r, "until", limit=10),
-    }
-    page = query_int(r, "page", 1, 1, 100_000)
+    """The sessions, newest first, a page of 50; ``?format=json|csv`` exports the page shown."""
+    filters = session_filters(call)
+    page = query_int(call.request, "page", 1, 1, 100_000)
     eywa = await call.tenant.eywa()
     rows = await eywa.list_sessions(**filters, limit=SESSIONS_PAGE + 1, offset=(page - 1) * SESSIONS_PAGE)
     more = len(rows) > SESSIONS_PAGE
+    rows = rows[:SESSIONS_PAGE]
+    fmt = _export_format(call)
+    if fmt:
+        listed = [{**asdict(s), "projects": list(s.projects), "url": "/sessions/" + s.session_id} for s in rows]
+        return export_response(listed, fmt, "sessions" if page == 1 else f"sessions-page-{page}")
+    if page == 1:
+        newest = rows[0].at if rows else ""
+    else:  # the live count is of sessions above the list's first page
+        top = await eywa.list_sessions(**filters, limit=1, offset=0)
+        newest = top[0].at if top else ""
+    params = {**filters, "page": str(page) if page > 1 else ""}
     return call.render(
-        "sessions.html", nav="sessions", rows=rows[:SESSIONS_PAGE], filters=filters, page=page, more=more
+        "sessions.html",
+        nav="sessions",
+        rows=rows,
+        filters=filters,
+        page=page,
+        more=more,
+        newest=newest,
+        events_url=_permalink("/sessions/events", {**filters, "after": newest}),
+        first_url=_permalink("/sessions", filters),
+        json_url=_permalink("/sessions", params, format="json"),
+        csv_url=_permalink("/sessions", params, format="csv"),
     )
 
 
 async def review_page(call: WebCall) -> Response:
     r = call.request
-    page = query_int(r, "page", 1, 1, 100_000)
-    project = query(r, "project", limit=200)
-    eywa = await call.tenant.eywa()
-    rows = await pending(eywa, limit=REVIEW_PAGE + 1, offset=(page - 1) * REVIEW_PAGE, project=project or None)
-    cards = []
-    for h in rows[:REVIEW_PAGE]:
-        cards.append({"h": h, "html": render_markdown(handoff_parts(h.markdown)[1])})
-    return call.render(
-        "review.html",
-        nav="review",
-        cards=cards,
-        total=await count_pending(eywa, project=project or None),
-        page=page,
-        more=len(rows) > REVIEW_PAGE,
-        project=project,
+    return await render_review(
+        call,
+        ReviewPlace.of_query(call),
         done=query(r, "done", limit=20),
         error=query(r, "error", limit=300),
+        count=query_int(r, "count", 0, 0, 10_000),
+        missed=query(r, "missed", limit=5000),
     )
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from bot.app import BotApp
 from tests.bot.app_harness import FRIEND, OWNER, Harness, button, harness
-from tests.bot.test_app_branches import GIT_ENV, commit_file, cwd_of, git, worktree
+from tests.bot.test_app_branches import GIT_ENV, commit_file, cwd_of, git, init_repo, worktree
 from tests.doubles.anthropic import last_user_text
 from tests.doubles.telegram import TelegramDouble
 
@@ -23,9 +23,7 @@ NOT_YOURS = "This button is not for you, or it has expired."
 @pytest.fixture
 async def h(tmp_path: Path, telegram_double: TelegramDouble) -> AsyncIterator[Harness]:
     async with harness(tmp_path, telegram_double) as hh:
-        git(hh.project, "init", "-q", "-b", "main")
-        git(hh.project, "config", "user.email", "owner@example.com")
-        git(hh.project, "config", "user.name", "Owner")
+        init_repo(hh.project)
         (hh.project / "app.py").write_text("print('hello')\n", encoding="utf-8")
         (hh.project / "lib.py").write_text("VALUE = 1\n", encoding="utf-8")
         git(hh.project, "add", "app.py", "lib.py")

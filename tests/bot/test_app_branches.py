@@ -38,12 +38,17 @@ def commit_file(cwd: Path, name: str, text: str, message: str) -> None:
     git(cwd, "commit", "-q", "-m", message)
 
 
+def init_repo(cwd: Path) -> None:
+    """A git repository on ``main`` whose commits are the owner's."""
+    git(cwd, "init", "-q", "-b", "main")
+    git(cwd, "config", "user.email", "owner@example.com")
+    git(cwd, "config", "user.name", "Owner")
+
+
 @pytest.fixture
 async def h(tmp_path: Path, telegram_double: TelegramDouble) -> AsyncIterator[Harness]:
     async with harness(tmp_path, telegram_double) as hh:
-        git(hh.project, "init", "-q", "-b", "main")
-        git(hh.project, "config", "user.email", "owner@example.com")
-        git(hh.project, "config", "user.name", "Owner")
+        init_repo(hh.project)
         commit_file(hh.project, "app.py", "print('hello')\n", "first")
         yield hh
 

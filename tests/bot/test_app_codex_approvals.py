@@ -3,7 +3,8 @@ tools, the real Codex app-server (OpenAI double) asks to run a command, and the 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,25 +26,32 @@ async def openai_double() -> AsyncIterator[OpenAIDouble]:
         yield double
 
 
-async def _started(h: Harness, openai: OpenAIDouble, command: str) -> None:
-    write_codex_config(h.tmp / "codex", openai.base_url)
-    h.claude.enqueue(ToolUse("mcp__relay__codex", {"task": "make the file", "stage": "execute"}), "Codex is done.")
-    openai.enqueue(ExecCommand(command), "done")
-    await h.start(stages=ASKING)
-    h.tg.push_message(OWNER, OWNER, "have codex make the file")
+Asked = Callable[..., AbstractAsyncContextManager[tuple[Harness, Path, dict[str, Any]]]]
 
 
-async def _card(h: Harness) -> dict[str, Any]:
-    return await h.wait_message(lambda m: "🔐" in str(m.get("text", "")))
+@pytest.fixture
+def asked(tmp_path: Path, telegram_double: TelegramDouble, openai_double: OpenAIDouble) -> Asked:
+    """Runs the bot while its Codex run asks to create a file in the project: ``async with asked(name,
+    approval_timeout_s) as (h, that file, the owner's card)``."""
+
+    @asynccontextmanager
+    async def run(name: str, approval_timeout_s: str) -> AsyncIterator[tuple[Harness, Path, dict[str, Any]]]:
+        env = {"MACUPOS_APPROVAL_TIMEOUT_S": approval_timeout_s, API_KEY_VAR: "double-key"}
+        async with harness(tmp_path, telegram_double, **env) as h:
+            target = h.project / name
+            write_codex_config(h.tmp / "codex", openai_double.base_url)
+            task = ToolUse("mcp__relay__codex", {"task": "make the file", "stage": "execute"})
+            h.claude.enqueue(task, "Codex is done.")
+            openai_double.enqueue(ExecCommand(f"touch {target}"), "done")
+            await h.start(stages=ASKING)
+            h.tg.push_message(OWNER, OWNER, "have codex make the file")
+            yield h, target, await h.wait_message(lambda m: "🔐" in str(m.get("text", "")))
+
+    return run
 
 
-async def test_codex_asks_with_buttons_and_an_allowed_command_runs(
-    tmp_path: Path, telegram_double: TelegramDouble, openai_double: OpenAIDouble
-) -> None:
-    async with harness(tmp_path, telegram_double, MACUPOS_APPROVAL_TIMEOUT_S="30", **{API_KEY_VAR: "double-key"}) as h:
-        target = h.project / "codex.txt"
-        await _started(h, openai_double, f"touch {target}")
-        card = await _card(h)
+async def test_codex_asks_with_buttons_and_an_allowed_command_runs(asked: Asked) -> None:
+    async with asked("codex.txt", approval_timeout_s="30") as (h, target, card):
         assert "Codex (execute) asks to run" in card["text"] and f"touch {target}" in card["text"]
         assert not target.exists()
 
@@ -54,12 +62,9 @@ async def test_codex_asks_with_buttons_and_an_allowed_command_runs(
 
 
 async def test_an_unanswered_codex_request_is_denied_after_the_approval_timeout(
-    tmp_path: Path, telegram_double: TelegramDouble, openai_double: OpenAIDouble
+    asked: Asked, openai_double: OpenAIDouble
 ) -> None:
-    async with harness(tmp_path, telegram_double, MACUPOS_APPROVAL_TIMEOUT_S="1", **{API_KEY_VAR: "double-key"}) as h:
-        target = h.project / "late.txt"
-        await _started(h, openai_double, f"touch {target}")
-        card = await _card(h)
+    async with asked("late.txt", approval_timeout_s="1") as (h, target, card):
         await h.wait_text(lambda t: "Codex is done." in t)
         assert "no answer in time" in h.tg.messages(OWNER)[card["message_id"]]["text"]
         assert not target.exists()

@@ -27,6 +27,17 @@ async def openai() -> AsyncIterator[OpenAIDouble]:
         yield double
 
 
+@pytest.fixture
+async def codex_refused(
+    tmp_path: Path, telegram_double: TelegramDouble, openai: OpenAIDouble
+) -> AsyncIterator[Harness]:
+    """The bot with the Codex CLI pointed at an OpenAI double that refuses its key (401), as the real API does."""
+    async with harness(tmp_path, telegram_double, **{API_KEY_VAR: "double-key"}) as h:
+        write_codex_config(h.tmp / "codex", openai.base_url)
+        openai.default = openai_double.auth_error()
+        yield h
+
+
 @pytest.mark.parametrize("kind", ["expired", "invalid_key"])
 async def test_an_expired_claude_login_is_said_once_with_the_fix(
     tmp_path: Path, telegram_double: TelegramDouble, kind: str
@@ -56,47 +67,43 @@ async def test_an_expired_claude_login_is_said_once_with_the_fix(
 
 
 async def test_a_refused_codex_login_in_a_session_is_said_once_with_the_fix(
-    tmp_path: Path, telegram_double: TelegramDouble, openai: OpenAIDouble
+    codex_refused: Harness, openai: OpenAIDouble
 ) -> None:
-    async with harness(tmp_path, telegram_double, **{API_KEY_VAR: "double-key"}) as h:
-        write_codex_config(h.tmp / "codex", openai.base_url)
-        openai.default = openai_double.auth_error()
-        plan = ToolUse("mcp__relay__codex", {"task": "plan the fix", "stage": "plan"})
-        h.claude.enqueue(plan, "Codex could not run; I planned it myself.", plan, "Again without Codex.")
-        app = await h.start()
-        h.tg.push_message(OWNER, OWNER, "have codex plan the fix")
-        await h.wait_text(lambda t: "planned it myself" in t, timeout=120)
-        h.tg.push_message(OWNER, OWNER, "try codex once more")
-        await h.wait_text(lambda t: "Again without Codex" in t, timeout=120)
-        await h.wait_handled(app)
-        said = logins(h)
-        assert len(said) == 1, said
-        assert said[0].startswith("🔑 Codex's login has expired or is invalid (unexpected status 401")
-        assert "Incorrect API key provided" in said[0] and CODEX_LOGIN_FIX in said[0]
-        assert len(openai.requests) == 2  # one model call per attempt: no retry loop on a refused key
+    h = codex_refused
+    plan = ToolUse("mcp__relay__codex", {"task": "plan the fix", "stage": "plan"})
+    h.claude.enqueue(plan, "Codex could not run; I planned it myself.", plan, "Again without Codex.")
+    app = await h.start()
+    h.tg.push_message(OWNER, OWNER, "have codex plan the fix")
+    await h.wait_text(lambda t: "planned it myself" in t, timeout=120)
+    h.tg.push_message(OWNER, OWNER, "try codex once more")
+    await h.wait_text(lambda t: "Again without Codex" in t, timeout=120)
+    await h.wait_handled(app)
+    said = logins(h)
+    assert len(said) == 1, said
+    assert said[0].startswith("🔑 Codex's login has expired or is invalid (unexpected status 401")
+    assert "Incorrect API key provided" in said[0] and CODEX_LOGIN_FIX in said[0]
+    assert len(openai.requests) == 2  # one model call per attempt: no retry loop on a refused key
 
 
 async def test_a_refused_codex_login_stops_an_rpa_run_with_one_line(
-    tmp_path: Path, telegram_double: TelegramDouble, openai: OpenAIDouble
+    codex_refused: Harness, openai: OpenAIDouble
 ) -> None:
-    async with harness(tmp_path, telegram_double, **{API_KEY_VAR: "double-key"}) as h:
-        write_codex_config(h.tmp / "codex", openai.base_url)
-        openai.default = openai_double.auth_error()
-        h.claude.default = "Research: the export drops empty rows."
-        app = await h.start()
-        h.tg.push_message(OWNER, OWNER, "/rpa fix the empty export")
-        await h.wait_text(lambda t: t.startswith("🔑"), timeout=120)
-        await h.wait_message(lambda m: "Codex login refused" in str(m.get("text", "")))
-        await h.wait_handled(app)
-        said = logins(h)
-        assert len(said) == 1 and said[0].startswith("🔑 Codex's login") and CODEX_LOGIN_FIX in said[0]
-        assert app.services is not None and app.sessions is not None
-        worker = app.sessions.chat(OWNER).worker
-        if worker is not None:  # the chat's worker records the run's end after the line is said
-            await asyncio.wait_for(asyncio.shield(worker), 60)
-        (run,) = await app.services.state.recent_runs(OWNER)
-        assert run.status == "failed" and run.session_id  # the run's research session, not the chat's
-        assert (await app.services.state.chat(OWNER)).session_id == ""
-        h.tg.push_message(OWNER, OWNER, "/sessions")  # the relay run is listed by its session
-        listing = await h.wait_message(lambda m: str(m.get("text", "")).startswith("🧵"))
-        assert f"({run.session_id[:8]})" in str(listing["text"])
+    h = codex_refused
+    h.claude.default = "Research: the export drops empty rows."
+    app = await h.start()
+    h.tg.push_message(OWNER, OWNER, "/rpa fix the empty export")
+    await h.wait_text(lambda t: t.startswith("🔑"), timeout=120)
+    await h.wait_message(lambda m: "Codex login refused" in str(m.get("text", "")))
+    await h.wait_handled(app)
+    said = logins(h)
+    assert len(said) == 1 and said[0].startswith("🔑 Codex's login") and CODEX_LOGIN_FIX in said[0]
+    assert app.services is not None and app.sessions is not None
+    worker = app.sessions.chat(OWNER).worker
+    if worker is not None:  # the chat's worker records the run's end after the line is said
+        await asyncio.wait_for(asyncio.shield(worker), 60)
+    (run,) = await app.services.state.recent_runs(OWNER)
+    assert run.status == "failed" and run.session_id  # the run's research session, not the chat's
+    assert (await app.services.state.chat(OWNER)).session_id == ""
+    h.tg.push_message(OWNER, OWNER, "/sessions")  # the relay run is listed by its session
+    listing = await h.wait_message(lambda m: str(m.get("text", "")).startswith("🧵"))
+    assert f"({run.session_id[:8]})" in str(listing["text"])

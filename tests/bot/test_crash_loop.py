@@ -13,110 +13,49 @@ and their buttons), what the model was asked, and bot.db.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import re
-import sqlite3
-import sys
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
 
 import pytest
 
-from relay.process import kill_marked
-from tests.bot.app_harness import OWNER, Harness, button, buttons, harness
-from tests.doubles.anthropic import last_user_text
+from tests.bot.app_harness import OWNER, Harness, button, harness
+from tests.bot.kill_loop import BotProcess, Seen, answering, bot_db, latest_card
 from tests.doubles.telegram import TelegramDouble
 
 KILLS = 20  # the count docs/decisions.md promises
 SEED = 20261201
 PHASES = ("receive", "claim", "run", "reply")
-MACUPOS = Path(sys.executable).parent / "macupos"
 _INSTRUCTION = re.compile(r"instruction \d\d of the crash loop")
-_RESUME_NOTE = "restarted while you were working"
 
 
 def _instruction(n: int) -> str:
     return f"instruction {n:02d} of the crash loop"  # none is a part of another
 
 
-def _answer(body: Mapping[str, Any]) -> str:
-    found = _INSTRUCTION.findall(last_user_text(body))
-    return f"done: {found[-1]}" if found else "ok"
-
-
 @pytest.fixture
 async def h(tmp_path: Path, telegram_double: TelegramDouble) -> AsyncIterator[Harness]:
     async with harness(tmp_path, telegram_double) as hh:
         hh.write_config_toml()
-        hh.claude.default = _answer
+        hh.claude.default = answering(_INSTRUCTION)
         telegram_double.deliver_each(3)
         yield hh
 
 
-@dataclass
-class _Bot:
-    """One `macupos bot` process; all of them write one log file."""
+class _Seen(Seen):
+    """What the owner and the model saw of the loop's instructions."""
 
-    h: Harness
-    log: BinaryIO
-    process: asyncio.subprocess.Process | None = None
-
-    async def start(self) -> None:
-        self.process = await asyncio.create_subprocess_exec(
-            str(MACUPOS), "-v", "bot", env=self.h.env, cwd=str(self.h.tmp), stdout=self.log, stderr=self.log
-        )
-
-    async def kill(self) -> None:
-        """SIGKILL, as a power cut: no cleanup of any kind. Its Claude Code CLI goes with it, as in a power cut."""
-        assert self.process is not None
-        self.process.kill()
-        await self.process.wait()
-        kill_marked("CLAUDE_CONFIG_DIR", str(self.h.tmp / "claude-home" / ".claude"))
-
-    async def stop(self) -> int:
-        assert self.process is not None
-        self.process.terminate()
-        return await asyncio.wait_for(self.process.wait(), 120)
-
-
-@dataclass
-class _Seen:
-    """What the owner and the model saw, read from the doubles."""
-
-    h: Harness
-
-    def texts(self) -> list[str]:
-        return self.h.texts(OWNER)
-
-    def asked(self, x: str) -> int:
-        """How many times the model was asked to do ``x`` (a resume note would say so: none is pressed here)."""
-        return sum(
-            1
-            for body in self.h.claude.bodies
-            if _INSTRUCTION.findall(last_user_text(body))[-1:] == [x] and _RESUME_NOTE not in last_user_text(body)
-        )
-
-    def answers(self, x: str) -> int:
-        return sum(f"done: {x}" in t for t in self.texts())
+    def __init__(self, h: Harness) -> None:
+        super().__init__(h, _INSTRUCTION)
 
     def answered(self, x: str) -> bool:
         return self.answers(x) > 0
 
     def started(self, x: str) -> bool:
         return any(t.startswith("⏳") and x in t for t in self.texts())
-
-    def carded(self, x: str) -> bool:
-        """A restart card names ``x`` and carries its Resume button."""
-        return any(
-            "restarted while working on" in str(m.get("text", ""))
-            and x in str(m.get("text", ""))
-            and any("Resume" in label for label in buttons(m))
-            for m in self.h.tg.messages(OWNER).values()
-        )
 
     def cut(self, x: str) -> bool:
         return any("I stopped while handling" in t and x in t for t in self.texts())
@@ -141,11 +80,7 @@ class _Windows:
         }
 
 
-def _db(h: Harness) -> contextlib.closing[sqlite3.Connection]:
-    return contextlib.closing(sqlite3.connect(f"file:{h.home / 'bot.db'}?mode=ro", uri=True))
-
-
-async def _measure(h: Harness, bot: _Bot, seen: _Seen) -> _Windows:
+async def _measure(h: Harness, bot: BotProcess, seen: _Seen) -> _Windows:
     """A clean first instruction, timed from its delivery: the windows the kill points are drawn from."""
     loop = asyncio.get_running_loop()
     x = _instruction(0)
@@ -159,7 +94,7 @@ async def _measure(h: Harness, bot: _Bot, seen: _Seen) -> _Windows:
     model_asked = loop.time() - t0
     await h.tg.wait_for(lambda: seen.answered(x), timeout=90)
     answered = loop.time() - t0
-    with _db(h) as conn:
+    with bot_db(h) as conn:
         received_at = conn.execute("SELECT received_at FROM updates WHERE update_id = ?", (uid,)).fetchone()[0]
     claimed = min(max(received_at - wall0, 0.001), run_started)
     return _Windows(claimed, run_started, model_asked, answered)
@@ -171,7 +106,7 @@ async def test_a_bot_killed_at_20_random_points_runs_each_instruction_once_or_re
     rng = random.Random(SEED)
     seen = _Seen(h)
     with (h.tmp / "bot.log").open("ab") as log:
-        bot = _Bot(h, log)
+        bot = BotProcess(h, log)
         windows = await _measure(h, bot, seen)
         await bot.kill()
         sent = [_instruction(0)]
@@ -209,7 +144,7 @@ async def test_a_bot_killed_at_20_random_points_runs_each_instruction_once_or_re
             ) from e
         # The owner presses Resume on the latest card: its run continues and what waited behind it runs.
         held = _held(h)
-        card = _latest_card(h)
+        card = latest_card(h)
         resumed = ""
         if card is not None:
             resumed = _INSTRUCTION.findall(str(card["text"]))[0]
@@ -220,7 +155,7 @@ async def test_a_bot_killed_at_20_random_points_runs_each_instruction_once_or_re
             )
 
         def finished() -> bool:  # the answers are out; their runs' bookkeeping follows them
-            with _db(h) as conn:
+            with bot_db(h) as conn:
                 return not conn.execute("SELECT id FROM runs WHERE status = 'running'").fetchall()
 
         await h.tg.wait_for(finished, timeout=60)
@@ -236,7 +171,7 @@ async def test_a_bot_killed_at_20_random_points_runs_each_instruction_once_or_re
         elif not answers:
             assert seen.carded(x), f"{x!r} was lost: neither run nor reported with its Resume button; {where}"
         assert not seen.cut(x), f"{x!r} was reported cut without a Resume button; {where}"
-    with _db(h) as conn:
+    with bot_db(h) as conn:
         open_updates = conn.execute("SELECT update_id, status FROM updates WHERE status IN ('received', 'handling')")
         assert open_updates.fetchall() == [], where
         assert conn.execute("SELECT id FROM runs WHERE status = 'running'").fetchall() == [], where
@@ -252,27 +187,18 @@ async def test_a_bot_killed_at_20_random_points_runs_each_instruction_once_or_re
     print(f"{len(sent)} instructions, {len(kills)} kills {kills}: {outcomes}")
 
 
-def _latest_card(h: Harness) -> dict[str, Any] | None:
-    cards = [
-        m
-        for m in h.tg.messages(OWNER).values()
-        if "restarted while working on" in str(m.get("text", "")) and any("Resume" in b for b in buttons(m))
-    ]
-    return max(cards, key=lambda m: int(m["message_id"])) if cards else None
-
-
 def _held(h: Harness) -> set[str]:
     """Instructions waiting behind a run cut by a restart: its card counts them and its Resume runs them."""
     path = h.home / "bot.db"
     if not path.exists():
         return set()
-    with _db(h) as conn:
+    with bot_db(h) as conn:
         return {str(r[0]) for r in conn.execute("SELECT text FROM queue WHERE status = 'held'")}
 
 
 def _rows(h: Harness) -> str:
     """bot.db's updates, runs and queue, for a failure message."""
-    with _db(h) as conn:
+    with bot_db(h) as conn:
         parts = [
             f"{table}: {conn.execute(f'SELECT * FROM {table}').fetchall()}" for table in ("updates", "runs", "queue")
         ]

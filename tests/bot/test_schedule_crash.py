@@ -13,7 +13,8 @@ The kill points are drawn from a seeded RNG in windows measured on a clean first
 until the fire is committed, until the model is asked, until the answer is out), and around fire times: a
 ``once`` schedule is added just before a start, due a moment after the bot should be up, and the kill falls
 shortly before or after it. The seed is in every failure message. The real bot runs as a subprocess against the
-Telegram double, the real Claude Code CLI against the Anthropic double (tests.bot.test_crash_loop's machinery).
+Telegram double, the real Claude Code CLI against the Anthropic double (tests/bot/kill_loop.py, the machinery
+tests.bot.test_crash_loop uses too).
 At the end the owner pauses the every-minute schedule (bot down), the last start finishes what is due, and
 Resume on the latest card runs its cut fire again and the fires held behind it, once each.
 
@@ -24,18 +25,14 @@ report it, and the fire held behind it: a cut run's card is marked sent only onc
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import random
 import re
-import sqlite3
-import sys
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, BinaryIO
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -43,34 +40,26 @@ import pytest
 from bot.profiles import DEFAULT_PROFILE
 from bot.schedule_spec import Spec, next_fire
 from bot.state import BotState
-from relay.process import kill_marked
-from tests.bot.app_harness import OWNER, Harness, button, buttons, harness
-from tests.doubles.anthropic import last_user_text
+from tests.bot.app_harness import OWNER, Harness, button, harness
+from tests.bot.kill_loop import BotProcess, Seen, answering, bot_db, latest_card
 from tests.doubles.telegram import TelegramDouble
 
 KILLS = 12
 SEED = 20261207
 PHASES = ("boot", "fired", "run", "at-fire")
-MACUPOS = Path(sys.executable).parent / "macupos"
 TZ = "Europe/Berlin"  # not UTC: the daily schedule's wall time is the owner's
 _JOB = re.compile(r"scheduled job \d\d\b")
-_RESUME_NOTE = "restarted while you were working"
 
 
 def _job(n: int) -> str:
     return f"scheduled job {n:02d}"  # none is a part of another
 
 
-def _answer(body: Mapping[str, Any]) -> str:
-    found = _JOB.findall(last_user_text(body))
-    return f"done: {found[-1]}" if found else "ok"
-
-
 @pytest.fixture
 async def h(tmp_path: Path, telegram_double: TelegramDouble) -> AsyncIterator[Harness]:
     async with harness(tmp_path, telegram_double, MACUPOS_TIMEZONE=TZ) as hh:
         hh.write_config_toml()
-        hh.claude.default = _answer
+        hh.claude.default = answering(_JOB)
         yield hh
 
 
@@ -85,66 +74,22 @@ class _Planned:
     seeded_at: float
 
 
-@dataclass
-class _Bot:
-    """One `macupos bot` process at a time; all of them write one log file."""
+class _Bot(BotProcess):
+    """The bot process, each start awaited until its getMe."""
 
-    h: Harness
-    log: BinaryIO
-    process: asyncio.subprocess.Process | None = None
-    starts: int = 0
-
-    async def start(self) -> tuple[float, float]:
+    async def boot(self) -> tuple[float, float]:
         """Start it; (loop time, wall time) of its getMe, the first thing a start does."""
         seen = len(self.h.tg.calls("getMe"))
-        self.process = await asyncio.create_subprocess_exec(
-            str(MACUPOS), "-v", "bot", env=self.h.env, cwd=str(self.h.tmp), stdout=self.log, stderr=self.log
-        )
-        self.starts += 1
+        await self.start()
         await self.h.tg.wait_for(lambda: len(self.h.tg.calls("getMe")) > seen, timeout=120)
         return asyncio.get_running_loop().time(), time.time()
 
-    async def kill(self) -> None:
-        """SIGKILL, as a power cut: no cleanup of any kind. Its Claude Code CLI goes with it."""
-        assert self.process is not None
-        self.process.kill()
-        await self.process.wait()
-        kill_marked("CLAUDE_CONFIG_DIR", str(self.h.tmp / "claude-home" / ".claude"))
 
-    async def stop(self) -> int:
-        assert self.process is not None
-        self.process.terminate()
-        return await asyncio.wait_for(self.process.wait(), 120)
+class _Seen(Seen):
+    """What the owner and the model saw of the scheduled jobs."""
 
-
-@dataclass
-class _Seen:
-    """What the owner and the model saw, read from the doubles."""
-
-    h: Harness
-
-    def texts(self) -> list[str]:
-        return self.h.texts(OWNER)
-
-    def asked(self, x: str) -> int:
-        """Requests that asked the model to do ``x`` (a Resume's note, which says so, not counted)."""
-        return sum(
-            1
-            for body in self.h.claude.bodies
-            if _JOB.findall(last_user_text(body))[-1:] == [x] and _RESUME_NOTE not in last_user_text(body)
-        )
-
-    def answers(self, x: str) -> int:
-        return sum(f"done: {x}" in t for t in self.texts())
-
-    def carded(self, x: str) -> bool:
-        """A restart card names ``x`` and carries its Resume button."""
-        return any(
-            "restarted while working on" in str(m.get("text", ""))
-            and x in str(m.get("text", ""))
-            and any("Resume" in label for label in buttons(m))
-            for m in self.h.tg.messages(OWNER).values()
-        )
+    def __init__(self, h: Harness) -> None:
+        super().__init__(h, _JOB)
 
     def late_notes(self) -> int:
         return sum(t.startswith("⏰ Schedule #") for t in self.texts())
@@ -166,10 +111,6 @@ class _Windows:
             "fired": (self.fired, self.asked),  # committed: the lane takes it, Claude Code starts
             "run": (self.asked, self.answered + 0.3),  # the model answers, the answer goes out
         }
-
-
-def _db(h: Harness) -> contextlib.closing[sqlite3.Connection]:
-    return contextlib.closing(sqlite3.connect(f"file:{h.home / 'bot.db'}?mode=ro", uri=True, timeout=30))
 
 
 async def _until(predicate: Callable[[], bool], timeout: float) -> None:  # noqa: ASYNC109 - a bounded wait
@@ -248,14 +189,14 @@ async def _measure(h: Harness, bot: _Bot, seen: _Seen) -> tuple[_Windows, list[_
     planned = await _store(h, [(_job(0), Spec.once(datetime.fromtimestamp(now - 30, UTC)), now - 30)])
     x = planned[0].job
     spawned = time.time()
-    t0, wall0 = await bot.start()
+    t0, wall0 = await bot.boot()
     loop = asyncio.get_running_loop()
     await h.tg.wait_for(lambda: seen.asked(x) >= 1 or seen.answers(x) > 0, timeout=120)
     asked = loop.time() - t0
     await h.tg.wait_for(lambda: seen.answers(x) > 0, timeout=120)
     answered = loop.time() - t0
     await _until(lambda: _finished(h), timeout=60)  # killed after its bookkeeping: a clean run
-    with _db(h) as conn:
+    with bot_db(h) as conn:
         fired_at = conn.execute("SELECT created_at FROM schedule_fires").fetchone()[0]
     fired = min(max(fired_at - wall0, 0.001), asked)
     return _Windows(fired, asked, answered, wall0 - spawned), planned
@@ -283,12 +224,12 @@ async def test_a_bot_killed_around_its_fires_runs_each_fire_once_or_reports_it(h
                 job = _job(len(planned))
                 planned += await _store(h, [(job, Spec.once(datetime.fromtimestamp(due, UTC)), due)])
                 at = rng.uniform(-0.5, windows.answered - windows.fired + 0.5)  # from the fire time
-                await bot.start()
+                await bot.boot()
                 wait = due + at - time.time()
             else:
                 lo, hi = windows.bounds[phase]
                 at = wait = rng.uniform(lo, hi)  # from the getMe
-                await bot.start()
+                await bot.boot()
             await asyncio.sleep(max(wait, 0.0))  # the drawn kill point: a random wait is the point of this test
             await bot.kill()
             kills.append((phase, round(at, 3)))
@@ -304,10 +245,10 @@ async def test_a_bot_killed_around_its_fires_runs_each_fire_once_or_reports_it(h
         finally:
             await state.close()
 
-        _, ref = await bot.start()  # whatever was due by now fires at this start's first tick
+        _, ref = await bot.boot()  # whatever was due by now fires at this start's first tick
 
         def settled() -> bool:
-            with _db(h) as conn:
+            with bot_db(h) as conn:
                 open_fire = conn.execute(
                     "SELECT count(*) FROM schedules WHERE state = 'active' AND (next_at <= ? OR spec LIKE 'once %')",
                     (ref,),
@@ -322,7 +263,7 @@ async def test_a_bot_killed_around_its_fires_runs_each_fire_once_or_reports_it(h
             raise AssertionError(f"unsettled: {_rows(h)}; texts {seen.texts()[-12:]}; {where}") from e
         # The owner presses Resume on the latest card: its run continues and what waited behind it runs.
         held = _held(h)
-        card = _latest_card(h)
+        card = latest_card(h)
         resumed = ""
         if card is not None:
             resumed = _JOB.findall(str(card["text"]))[0]
@@ -366,11 +307,11 @@ async def test_a_kill_while_a_start_reports_a_cut_fire_loses_neither_it_nor_the_
         await state.close()
     with (h.tmp / "bot.log").open("ab") as log:
         bot = _Bot(h, log)
-        await bot.start()
+        await bot.boot()
         await _until_marked(h, timeout=120)
         await bot.kill()  # right after the start marked the run cut, before (or as) it sends the card
         polls = len(h.tg.calls("deleteWebhook"))
-        await bot.start()
+        await bot.boot()
         try:
             # deleteWebhook comes after the recovery, right before polling starts.
             await h.tg.wait_for(lambda: len(h.tg.calls("deleteWebhook")) > polls, timeout=120)
@@ -386,7 +327,7 @@ async def _until_marked(h: Harness, timeout: float) -> None:  # noqa: ASYNC109 -
     """Until the start has marked the run cut (looked at every millisecond: the kill must follow at once)."""
     async with asyncio.timeout(timeout):
         while True:
-            with _db(h) as conn:
+            with bot_db(h) as conn:
                 if conn.execute("SELECT count(*) FROM runs WHERE status = 'running'").fetchone()[0] == 0:
                     return
             await asyncio.sleep(0.001)
@@ -403,7 +344,7 @@ def _check(
     where: str,
 ) -> dict[str, int]:
     outcomes = {"fires": 0, "ran": 0, "cut": 0, "held then ran": 0}
-    with _db(h) as conn:
+    with bot_db(h) as conn:
         for p in planned:
             rows = conn.execute(
                 "SELECT fire_at, queue_id, missed FROM schedule_fires WHERE schedule_id = ? ORDER BY fire_at", (p.id,)
@@ -459,29 +400,20 @@ def _check(
 
 
 def _finished(h: Harness) -> bool:
-    with _db(h) as conn:
+    with bot_db(h) as conn:
         return conn.execute("SELECT count(*) FROM queue WHERE status != 'done'").fetchone()[0] == 0
-
-
-def _latest_card(h: Harness) -> dict[str, Any] | None:
-    cards = [
-        m
-        for m in h.tg.messages(OWNER).values()
-        if "restarted while working on" in str(m.get("text", "")) and any("Resume" in b for b in buttons(m))
-    ]
-    return max(cards, key=lambda m: int(m["message_id"])) if cards else None
 
 
 def _held(h: Harness) -> set[str]:
     """Fires waiting behind a run cut by a restart: its card counts them and its Resume runs them."""
-    with _db(h) as conn:
+    with bot_db(h) as conn:
         rows = conn.execute("SELECT text FROM queue WHERE status = 'held'").fetchall()
     return {found for (text,) in rows for found in _JOB.findall(str(text))}
 
 
 def _rows(h: Harness) -> str:
     """bot.db's schedules, fires, runs and queue, for a failure message."""
-    with _db(h) as conn:
+    with bot_db(h) as conn:
         parts = [
             f"{table}: {conn.execute(f'SELECT * FROM {table}').fetchall()}"
             for table in ("schedules", "schedule_fires", "runs", "queue")

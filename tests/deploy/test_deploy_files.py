@@ -5,25 +5,18 @@ from __future__ import annotations
 import configparser
 import plistlib
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
 import yaml
 
 from bot.settings import BOT_ENV_VARS, BotSettings, parse_dotenv
+from tests.deploy.systemd import DEPLOY, assert_verifies_cleanly, needs_systemd_analyze, read_unit, unit_home
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 UNIT = DEPLOY / "macupos.service"
 
 
 def unit() -> configparser.RawConfigParser:
-    # strict=False: systemd allows repeated keys (several Environment= lines).
-    parser = configparser.RawConfigParser(strict=False, delimiters=("=",), comment_prefixes=("#", ";"))
-    parser.optionxform = str  # type: ignore[assignment,method-assign]  # systemd keys are case-sensitive
-    parser.read(UNIT, encoding="utf-8")
-    return parser
+    return read_unit(UNIT)
 
 
 def test_systemd_unit_has_restart_policy_and_hardening() -> None:
@@ -42,25 +35,15 @@ def test_systemd_unit_has_restart_policy_and_hardening() -> None:
     }.items():
         assert service[key] == value, key
     writable = service["ReadWritePaths"].split()
-    home = next(
-        line.split("=", 2)[2] for line in UNIT.read_text().splitlines() if line.startswith("Environment=MACUPOS_HOME=")
-    )
+    home = unit_home(UNIT)
     assert home in writable
     assert any(p.startswith("/srv/projects") for p in writable)
     assert unit()["Install"]["WantedBy"] == "multi-user.target"
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed")
+@needs_systemd_analyze
 def test_systemd_unit_verifies_cleanly(tmp_path: Path) -> None:
-    # verify insists the ExecStart binary exists; swap in one that does, keep everything else.
-    text = re.sub(r"^ExecStart=\S+", "ExecStart=/bin/true", UNIT.read_text(), flags=re.MULTILINE)
-    copy = tmp_path / "macupos.service"
-    copy.write_text(text, encoding="utf-8")
-    result = subprocess.run(
-        ["systemd-analyze", "verify", str(copy)], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stderr.strip() == "", result.stderr  # unknown keys are only warned about
+    assert_verifies_cleanly(UNIT, tmp_path)
 
 
 def test_launchd_plist_has_the_keys() -> None:

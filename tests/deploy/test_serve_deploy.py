@@ -5,26 +5,20 @@ from __future__ import annotations
 
 import configparser
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
 import yaml
 from click.testing import CliRunner
 
 from service.cli import serve_group
+from tests.deploy.systemd import DEPLOY, assert_verifies_cleanly, needs_systemd_analyze, read_unit, unit_home
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 UNIT = DEPLOY / "macupos-serve.service"
 PORT = "8750"
 
 
 def unit() -> configparser.RawConfigParser:
-    parser = configparser.RawConfigParser(strict=False, delimiters=("=",), comment_prefixes=("#", ";"))
-    parser.optionxform = str  # type: ignore[assignment,method-assign]
-    parser.read(UNIT, encoding="utf-8")
-    return parser
+    return read_unit(UNIT)
 
 
 def _args_parse(args: list[str]) -> None:
@@ -40,9 +34,7 @@ def test_the_serve_unit_runs_macupos_serve_hardened_on_loopback() -> None:
     _args_parse(argv[2:])
     assert argv[argv.index("--host") + 1] == "127.0.0.1" and argv[argv.index("--port") + 1] == PORT
     assert service["User"] != "root" and service["Restart"] == "on-failure"
-    home = next(
-        line.split("=", 2)[2] for line in UNIT.read_text().splitlines() if line.startswith("Environment=MACUPOS_HOME=")
-    )
+    home = unit_home(UNIT)
     assert service["ReadWritePaths"].split() == [home]
     assert service["StateDirectory"] == Path(home).name
     for key, value in {
@@ -56,16 +48,9 @@ def test_the_serve_unit_runs_macupos_serve_hardened_on_loopback() -> None:
     assert unit()["Install"]["WantedBy"] == "multi-user.target"
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed")
+@needs_systemd_analyze
 def test_the_serve_unit_verifies_cleanly(tmp_path: Path) -> None:
-    text = re.sub(r"^ExecStart=\S+", "ExecStart=/bin/true", UNIT.read_text(), flags=re.MULTILINE)
-    copy = tmp_path / "macupos-serve.service"
-    copy.write_text(text, encoding="utf-8")
-    result = subprocess.run(
-        ["systemd-analyze", "verify", str(copy)], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stderr.strip() == "", result.stderr
+    assert_verifies_cleanly(UNIT, tmp_path)
 
 
 def test_the_compose_memory_service_serves_on_host_loopback_with_its_own_volume() -> None:

@@ -117,26 +117,30 @@ def test_non_sqlite_database_is_a_clear_error(home: Path) -> None:
     assert "not a Macupos memory database" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_newer_schema_is_a_clear_error(home: Path) -> None:
-    (home / "data").mkdir()
-    conn = sqlite3.connect(home / "data" / "memory.db")
-    conn.execute("PRAGMA user_version = 999")
+def _planted_db(home: Path, sql: str) -> Path:
+    """The home's memory.db made by another hand: a new SQLite file ``sql`` ran on."""
+    path = home / "data" / "memory.db"
+    path.parent.mkdir()
+    conn = sqlite3.connect(path)
+    conn.execute(sql)
     conn.close()
+    return path
+
+
+def test_newer_schema_is_a_clear_error(home: Path) -> None:
+    _planted_db(home, "PRAGMA user_version = 999")
     r = macupos(home, "get", "anything")
     assert r.returncode == 1
     assert "newer than this Macupos understands" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_another_programs_sqlite_file_is_left_untouched(home: Path) -> None:
-    (home / "data").mkdir()
-    conn = sqlite3.connect(home / "data" / "memory.db")
-    conn.execute("CREATE TABLE their_notes(body TEXT)")
-    conn.close()
-    before = (home / "data" / "memory.db").read_bytes()
+    db = _planted_db(home, "CREATE TABLE their_notes(body TEXT)")
+    before = db.read_bytes()
     r = macupos(home, "stats")
     assert r.returncode == 3  # a storage fault (docs/exit-codes.md)
     assert "another program" in r.stderr and "Traceback" not in r.stderr
-    assert (home / "data" / "memory.db").read_bytes() == before  # not even switched to WAL
+    assert db.read_bytes() == before  # not even switched to WAL
     assert not (home / "data" / "memory.db-wal").exists()
 
 
@@ -164,12 +168,17 @@ def test_utc_needs_no_timezone_database(home: Path) -> None:
     assert r.returncode == 0, r.stderr
 
 
-def test_an_undated_or_date_only_handoff_lists_and_forgets_cleanly(home: Path) -> None:
+def _import_handoffs(home: Path, dates: dict[str, str]) -> None:
+    """`macupos import` of a tree of one-line handoffs, one per session id, dated as given."""
     tree = home / "tree"
     tree.mkdir()
-    for sid, date in (("dated-only", "2025-07-09"), ("undated", "")):
+    for sid, date in dates.items():
         (tree / f"{sid}.md").write_text(f"---\nsession_id: {sid}\ndate: '{date}'\nheadline: {sid} work\n---\n")
     assert macupos(home, "import", str(tree)).returncode == 0
+
+
+def test_an_undated_or_date_only_handoff_lists_and_forgets_cleanly(home: Path) -> None:
+    _import_handoffs(home, {"dated-only": "2025-07-09", "undated": ""})
     listed = macupos(home, "list", extra_env={"MACUPOS_TIMEZONE": "America/Los_Angeles"}).stdout
     assert any(line.startswith("2025-07-09 ") and "dated-only" in line for line in listed.splitlines())
     assert any(line.startswith("undated") and "undated" in line[16:] for line in listed.splitlines())
@@ -210,11 +219,7 @@ def test_an_empty_folder_name_is_a_usage_error_not_the_current_folder(home: Path
 
 def test_extreme_dates_list_in_any_timezone(home: Path) -> None:
     # Year 1 and year 9999 cannot be shifted into every timezone: listed as undated, never a traceback.
-    tree = home / "tree"
-    tree.mkdir()
-    for sid, date in (("ancient", "0001-01-01T00:00:00+00:00"), ("far", "9999-12-31T23:30:00+00:00")):
-        (tree / f"{sid}.md").write_text(f"---\nsession_id: {sid}\ndate: '{date}'\nheadline: {sid} work\n---\n")
-    assert macupos(home, "import", str(tree)).returncode == 0
+    _import_handoffs(home, {"ancient": "0001-01-01T00:00:00+00:00", "far": "9999-12-31T23:30:00+00:00"})
     utc = macupos(home, "list").stdout.splitlines()
     assert any(line.startswith("0001-01-01 00:00  ancient") for line in utc)
     for zone, stuck in (("America/New_York", "ancient"), ("Asia/Tokyo", "far")):

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
 
 from relay.codex import CodexEngine, CodexTurn
@@ -36,15 +38,28 @@ class Recorder:
         self.turns.append(turn)
 
 
-def claude_options(env: dict[str, str], project: Path, server: Any) -> ClaudeAgentOptions:
-    return ClaudeAgentOptions(
-        env=env,
-        setting_sources=[],
-        cwd=str(project),
-        mcp_servers={"relay": server},
-        allowed_tools=[*TOOL_NAMES, "Agent", "Task"],
-        permission_mode="default",
-    )
+AskClaude = Callable[[str, Recorder], Awaitable[None]]
+
+
+@pytest.fixture
+def ask_claude(engine: CodexEngine, claude_cli_env: dict[str, str], project: Path) -> AskClaude:
+    """Runs the real Claude Code CLI on a prompt, in the project, with the relay server among its tools (the
+    server's events and Codex turns go to the recorder given); the run must end in success."""
+
+    async def ask(prompt: str, record: Recorder) -> None:
+        server = build_relay_server(engine, cwd=project, stages=STAGES, on_event=record.event, on_turn=record.turn)
+        options = ClaudeAgentOptions(
+            env=claude_cli_env,
+            setting_sources=[],
+            cwd=str(project),
+            mcp_servers={"relay": server},
+            allowed_tools=[*TOOL_NAMES, "Agent", "Task"],
+            permission_mode="default",
+        )
+        messages = [m async for m in query(prompt=prompt, options=options)]
+        assert isinstance(messages[-1], ResultMessage) and messages[-1].subtype == "success"
+
+    return ask
 
 
 def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -107,20 +122,14 @@ async def test_failures_become_error_results(engine: CodexEngine, openai_double:
 
 
 async def test_claude_calls_codex_through_the_relay_server(
-    engine: CodexEngine,
-    openai_double: OpenAIDouble,
-    anthropic_double: AnthropicDouble,
-    claude_cli_env: dict[str, str],
-    project: Path,
+    openai_double: OpenAIDouble, anthropic_double: AnthropicDouble, ask_claude: AskClaude
 ) -> None:
     openai_double.enqueue(Text("1. patch login\n2. add a test", deltas=True))
     anthropic_double.enqueue(ToolUse("mcp__relay__codex", {"task": "Plan the login fix", "stage": "plan"}), "done")
     record = Recorder()
-    server = build_relay_server(engine, cwd=project, stages=STAGES, on_event=record.event, on_turn=record.turn)
 
-    messages = [m async for m in query(prompt="fix login", options=claude_options(claude_cli_env, project, server))]
+    await ask_claude("fix login", record)
 
-    assert isinstance(messages[-1], ResultMessage) and messages[-1].subtype == "success"
     codex_body = openai_double.bodies[-1]
     assert input_texts(codex_body)[-1] == "Plan the login fix"
     assert codex_body["reasoning"]["effort"] == "xhigh" and codex_body["model"] == "gpt-5.5"
@@ -134,11 +143,7 @@ async def test_claude_calls_codex_through_the_relay_server(
 
 
 async def test_claude_subagents_can_call_codex_too(
-    engine: CodexEngine,
-    openai_double: OpenAIDouble,
-    anthropic_double: AnthropicDouble,
-    claude_cli_env: dict[str, str],
-    project: Path,
+    openai_double: OpenAIDouble, anthropic_double: AnthropicDouble, ask_claude: AskClaude
 ) -> None:
     """The in-process server is served to the whole CLI, so a Task subagent reaches it (no stdio server needed)."""
     openai_double.enqueue("nested plan")
@@ -159,11 +164,9 @@ async def test_claude_subagents_can_call_codex_too(
 
     anthropic_double.default = respond
     record = Recorder()
-    server = build_relay_server(engine, cwd=project, stages=STAGES, on_turn=record.turn)
 
-    messages = [m async for m in query(prompt="delegate", options=claude_options(claude_cli_env, project, server))]
+    await ask_claude("delegate", record)
 
-    assert isinstance(messages[-1], ResultMessage) and messages[-1].subtype == "success"
     assert input_texts(openai_double.bodies[-1])[-1] == "nested"
     assert len(record.turns) == 1
     subagent_bodies = [b for b in anthropic_double.bodies if "SUBAGENT" in json.dumps(b["messages"][:1])]

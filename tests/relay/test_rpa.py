@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from relay.errors import ArtifactError
 from relay.events import RelayEvent, StageEnd, StageStart
 from relay.ledger import Ledger
 from relay.rpa import run_rpa
+from relay.rpa_report import RunReport
 from relay.rpa_text import parse_verdict
 from relay.settings import RelaySettings
 from tests.doubles.anthropic import AnthropicDouble, ErrorReply, ToolUse, last_user_text
@@ -91,6 +93,35 @@ def project(tmp_path: Path) -> Path:
     return folder
 
 
+@dataclass
+class Rig:
+    """The two model doubles and the real pieces an RPA run is made of, in one place."""
+
+    anthropic: AnthropicDouble
+    openai: OpenAIDouble
+    settings: RelaySettings
+    eywa: Eywa
+    engine: CodexEngine
+    project: Path
+
+    async def run(self, task: str, **options: Any) -> RunReport:
+        return await run_rpa(
+            task, settings=self.settings, project_dir=self.project, eywa=self.eywa, codex=self.engine, **options
+        )
+
+
+@pytest.fixture
+def rig(
+    anthropic_double: AnthropicDouble,
+    openai_double: OpenAIDouble,
+    settings: RelaySettings,
+    eywa: Eywa,
+    engine: CodexEngine,
+    project: Path,
+) -> Rig:
+    return Rig(anthropic_double, openai_double, settings, eywa, engine, project)
+
+
 class Recorder:
     def __init__(self) -> None:
         self.events: list[RelayEvent] = []
@@ -111,34 +142,19 @@ async def ledger_rows(eywa: Eywa, run_id: str) -> list[tuple[str, str, str]]:
         return [(str(r[0]), str(r[1]), str(r[2])) for r in await cur.fetchall()]
 
 
-async def test_full_run_with_one_revise_round(
-    anthropic_double: AnthropicDouble,
-    openai_double: OpenAIDouble,
-    settings: RelaySettings,
-    eywa: Eywa,
-    engine: CodexEngine,
-    project: Path,
-) -> None:
-    anthropic_double.default = claude_script([verdict("revise", "F1: greet.txt must end with a newline")])
-    target = project / "greet.txt"
-    openai_double.enqueue(
+async def test_full_run_with_one_revise_round(rig: Rig) -> None:
+    rig.anthropic.default = claude_script([verdict("revise", "F1: greet.txt must end with a newline")])
+    target = rig.project / "greet.txt"
+    rig.openai.enqueue(
         "PLAN v1: write greet.txt",
         "PLAN v2: write greet.txt with a newline",
         ExecCommand(f"printf 'hello\\n' > {target}"),
         "Executed: wrote greet.txt",
     )
     recorder = Recorder()
-    ledger = Ledger(eywa)
+    ledger = Ledger(rig.eywa)
 
-    report = await run_rpa(
-        "add greet.txt",
-        settings=settings,
-        project_dir=project,
-        eywa=eywa,
-        codex=engine,
-        on_event=recorder,
-        ledger=ledger,
-    )
+    report = await rig.run("add greet.txt", on_event=recorder, ledger=ledger)
 
     assert report.error == "" and report.approved and report.rounds == 2
     assert target.read_text() == "hello\n"
@@ -157,7 +173,7 @@ async def test_full_run_with_one_revise_round(
         "07-review.md",
         "08-report.md",
     ]
-    assert report.artifacts_dir == settings.runs_dir / report.run_id
+    assert report.artifacts_dir == rig.settings.runs_dir / report.run_id
     for stage in report.stages:
         header = read_header(stage.artifact)
         assert header["engine"] == stage.engine and header["thread"] == stage.thread_id
@@ -174,7 +190,7 @@ async def test_full_run_with_one_revise_round(
     ends = [e for e in recorder.events if isinstance(e, StageEnd)]
     assert [Path(e.artifact) for e in ends] == [s.artifact for s in report.stages] and all(e.ok for e in ends)
     # What the Codex CLI sent: plan and revise on one thread, read-only at the plan's effort; execute writes.
-    plan, revise, execute, execute_done = openai_double.bodies
+    plan, revise, execute, execute_done = rig.openai.bodies
     plan_thread = report.stages[1].thread_id
     for body in (plan, revise):
         assert body["model"] == "gpt-5.5" and body["reasoning"]["effort"] == "xhigh"
@@ -186,78 +202,53 @@ async def test_full_run_with_one_revise_round(
     assert "PLAN v2" in input_texts(execute)[-1]
     assert execute["client_metadata"]["thread_id"] == report.stages[5].thread_id != plan_thread
     # Claude's audits see the current plan; its research ran with read-only tools only.
-    audit_texts = [t for t in anthropic_double.user_texts() if "· stage audit" in t]
+    audit_texts = [t for t in rig.anthropic.user_texts() if "· stage audit" in t]
     assert "PLAN v1" in audit_texts[0] and "PLAN v2" in audit_texts[-1]
-    tools = {t.get("name") for t in anthropic_double.bodies[0].get("tools", [])}
+    tools = {t.get("name") for t in rig.anthropic.bodies[0].get("tools", [])}
     assert "Read" in tools and not tools & {"Edit", "Write", "Bash", "NotebookEdit"}
     # One Claude session for research, audits and review; a ledger row per stage with the run id.
     main = report.stages[0].thread_id
     assert {s.thread_id for s in report.stages if s.engine == "claude"} == {main}
-    rows = await ledger_rows(eywa, report.run_id)
+    rows = await ledger_rows(rig.eywa, report.run_id)
     assert [(stage, engine) for stage, engine, _ in rows] == order
     assert {session for *_, session in rows} == {main}
     # The session went into memory with both Codex threads linked as its subagents.
-    view = await eywa.show(main)
+    view = await rig.eywa.show(main)
     assert view.session is not None and view.handoff is not None
     assert set(view.subagents) >= {f"codex-{plan_thread}", f"codex-{report.stages[5].thread_id}"}
     assert report.tokens == sum(s.usage.tokens for s in report.stages)
     assert report.cost_usd is not None and report.cost_usd > 0  # Claude's part is priced
 
 
-async def test_max_rounds_without_approval_stops_before_execute(
-    anthropic_double: AnthropicDouble,
-    openai_double: OpenAIDouble,
-    settings: RelaySettings,
-    eywa: Eywa,
-    engine: CodexEngine,
-    project: Path,
-) -> None:
-    anthropic_double.default = claude_script([verdict("revise", "F1: unsafe"), verdict("revise", "F2: still unsafe")])
-    openai_double.enqueue("PLAN v1", "PLAN v2")
+async def test_max_rounds_without_approval_stops_before_execute(rig: Rig) -> None:
+    rig.anthropic.default = claude_script([verdict("revise", "F1: unsafe"), verdict("revise", "F2: still unsafe")])
+    rig.openai.enqueue("PLAN v1", "PLAN v2")
 
-    report = await run_rpa(
-        "delete the database", settings=settings, project_dir=project, eywa=eywa, codex=engine, max_rounds=2
-    )
+    report = await rig.run("delete the database", max_rounds=2)
 
     assert not report.approved and report.rounds == 2 and report.error == ""
     assert [s.stage for s in report.stages] == ["research", "plan", "audit", "revise", "audit"]
-    assert len(openai_double.requests) == 2  # no third revision, no execute
+    assert len(rig.openai.requests) == 2  # no third revision, no execute
     assert "not approved after 2 audit round(s)" in report.summary and "stopped before execute" in report.summary
     assert "F2: still unsafe" in report.summary
     assert len(report.summary.splitlines()) <= 6
 
 
-async def test_an_invalid_audit_verdict_counts_as_a_revise_round(
-    anthropic_double: AnthropicDouble,
-    openai_double: OpenAIDouble,
-    settings: RelaySettings,
-    eywa: Eywa,
-    engine: CodexEngine,
-    project: Path,
-) -> None:
-    anthropic_double.default = claude_script(["Looks fine to me, ship it."])
-    openai_double.enqueue("PLAN v1", "PLAN v2")
+async def test_an_invalid_audit_verdict_counts_as_a_revise_round(rig: Rig) -> None:
+    rig.anthropic.default = claude_script(["Looks fine to me, ship it."])
+    rig.openai.enqueue("PLAN v1", "PLAN v2")
 
-    report = await run_rpa(
-        "tidy up", settings=settings, project_dir=project, eywa=eywa, codex=engine, stages=("plan", "audit")
-    )
+    report = await rig.run("tidy up", stages=("plan", "audit"))
 
     assert report.approved and report.rounds == 2
     first = report.stages[1]
     assert first.verdict == "revise" and "could not be read" in first.findings[0]
-    assert "could not be read" in input_texts(openai_double.bodies[1])[-1]
-    assert "Looks fine to me" in input_texts(openai_double.bodies[1])[-1]  # the auditor's notes go along
+    assert "could not be read" in input_texts(rig.openai.bodies[1])[-1]
+    assert "Looks fine to me" in input_texts(rig.openai.bodies[1])[-1]  # the auditor's notes go along
 
 
-async def test_claude_executes_and_codex_reviews_then_claude_fixes(
-    anthropic_double: AnthropicDouble,
-    openai_double: OpenAIDouble,
-    settings: RelaySettings,
-    eywa: Eywa,
-    engine: CodexEngine,
-    project: Path,
-) -> None:
-    target = project / "greet.txt"
+async def test_claude_executes_and_codex_reviews_then_claude_fixes(rig: Rig) -> None:
+    target = rig.project / "greet.txt"
     script = claude_script([])
 
     def respond(body: dict[str, Any]) -> Any:
@@ -270,18 +261,10 @@ async def test_claude_executes_and_codex_reviews_then_claude_fixes(
             return "done"
         return script(body)
 
-    anthropic_double.default = respond
-    openai_double.enqueue(verdict("revise", "R1: missing newline"))
+    rig.anthropic.default = respond
+    rig.openai.enqueue(verdict("revise", "R1: missing newline"))
 
-    report = await run_rpa(
-        "add greet.txt",
-        settings=settings,
-        project_dir=project,
-        eywa=eywa,
-        codex=engine,
-        stages=("execute", "review"),
-        executor="claude",
-    )
+    report = await rig.run("add greet.txt", stages=("execute", "review"), executor="claude")
 
     assert report.error == "", report.error
     assert [(s.stage, s.engine) for s in report.stages] == [
@@ -290,69 +273,48 @@ async def test_claude_executes_and_codex_reviews_then_claude_fixes(
         ("fix", "claude"),
     ]
     assert target.read_text() == "hello\n"
-    assert turn_metadata(openai_double.bodies[0])["sandbox_mode"] == "read-only"
+    assert turn_metadata(rig.openai.bodies[0])["sandbox_mode"] == "read-only"
     assert report.stages[1].findings == ("R1: missing newline",)
     assert report.stages[0].thread_id == report.stages[2].thread_id  # the fix continues the execute session
-    view = await eywa.show(report.stages[0].thread_id)
+    view = await rig.eywa.show(report.stages[0].thread_id)
     assert f"codex-{report.stages[1].thread_id}" in view.subagents
 
 
-async def test_a_failing_stage_stops_the_run_with_a_clear_report(
-    anthropic_double: AnthropicDouble,
-    openai_double: OpenAIDouble,
-    settings: RelaySettings,
-    eywa: Eywa,
-    engine: CodexEngine,
-    project: Path,
-) -> None:
-    anthropic_double.default = claude_script([])
-    openai_double.enqueue(HttpError(500))
+async def test_a_failing_stage_stops_the_run_with_a_clear_report(rig: Rig) -> None:
+    rig.anthropic.default = claude_script([])
+    rig.openai.enqueue(HttpError(500))
 
-    report = await run_rpa("plan it", settings=settings, project_dir=project, eywa=eywa, codex=engine)
+    report = await rig.run("plan it")
 
     assert "Codex plan turn failed" in report.error and not report.approved
     assert [(s.stage, s.ok) for s in report.stages] == [("research", True), ("plan", False)]
     assert read_header(report.stages[1].artifact)["ok"] == "false"
     assert report.summary.startswith("❌ Stopped at plan")
-    assert (await eywa.show(report.stages[0].thread_id)).session is not None  # still ingested
+    assert (await rig.eywa.show(report.stages[0].thread_id)).session is not None  # still ingested
 
 
-async def test_codex_work_reaches_memory_when_a_later_claude_stage_fails(
-    anthropic_double: AnthropicDouble,
-    openai_double: OpenAIDouble,
-    settings: RelaySettings,
-    eywa: Eywa,
-    engine: CodexEngine,
-    project: Path,
-) -> None:
+async def test_codex_work_reaches_memory_when_a_later_claude_stage_fails(rig: Rig) -> None:
     script = claude_script([])
 
     def respond(body: dict[str, Any]) -> Any:
         return ErrorReply(500, "api_error", "down") if "· stage audit" in last_user_text(body) else script(body)
 
-    anthropic_double.default = respond
-    openai_double.enqueue("PLAN v1: write greet.txt")
+    rig.anthropic.default = respond
+    rig.openai.enqueue("PLAN v1: write greet.txt")
 
-    report = await run_rpa("plan it", settings=settings, project_dir=project, eywa=eywa, codex=engine)
+    report = await rig.run("plan it")
 
     assert [(s.stage, s.ok) for s in report.stages] == [("research", True), ("plan", True), ("audit", False)]
-    view = await eywa.show(report.stages[0].thread_id)  # the research session, the rollouts' parent
+    view = await rig.eywa.show(report.stages[0].thread_id)  # the research session, the rollouts' parent
     assert f"codex-{report.stages[1].thread_id}" in view.subagents
 
 
-async def test_a_run_whose_record_cannot_be_written_is_refused_before_any_model_is_called(
-    anthropic_double: AnthropicDouble,
-    openai_double: OpenAIDouble,
-    settings: RelaySettings,
-    eywa: Eywa,
-    engine: CodexEngine,
-    project: Path,
-) -> None:
-    settings.runs_dir.parent.mkdir(parents=True, exist_ok=True)
-    settings.runs_dir.write_text("a file where the runs folder should be")
+async def test_a_run_whose_record_cannot_be_written_is_refused_before_any_model_is_called(rig: Rig) -> None:
+    rig.settings.runs_dir.parent.mkdir(parents=True, exist_ok=True)
+    rig.settings.runs_dir.write_text("a file where the runs folder should be")
     with pytest.raises(ArtifactError, match="cannot write the run's artifacts"):
-        await run_rpa("plan it", settings=settings, project_dir=project, eywa=eywa, codex=engine)
-    assert anthropic_double.requests == [] and openai_double.requests == []
+        await rig.run("plan it")
+    assert rig.anthropic.requests == [] and rig.openai.requests == []
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,16 +82,24 @@ def settings(env: dict[str, str], eywa: Eywa) -> RelaySettings:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    p = tmp_path / "billing"
-    p.mkdir()
-    return p
-
-
-@pytest.fixture
 def orphans(env: dict[str, str]) -> Callable[[], list[int]]:
     """Live processes whose environment carries this test's CLAUDE_CONFIG_DIR."""
     return processes_with("CLAUDE_CONFIG_DIR", env["CLAUDE_CONFIG_DIR"])
+
+
+Start = Callable[..., Awaitable[ClaudeSession]]
+
+
+@pytest.fixture
+def start(settings: RelaySettings, project: Path, eywa: Eywa) -> Start:
+    """``ClaudeSession.start`` in the test's project on its memory, with the keyword options given; ``relay``
+    changes settings of the ``[relay]`` table."""
+
+    async def started(relay: dict[str, Any] | None = None, **options: Any) -> ClaudeSession:
+        chosen = relay_settings(dict(settings.env), eywa, **relay) if relay else settings
+        return await ClaudeSession.start(chosen, project_dir=project, eywa=eywa, **options)
+
+    return started
 
 
 class Recorder:
@@ -106,20 +114,18 @@ class Recorder:
 
 
 async def test_first_turn_is_grounded_with_rules_facts_and_the_earlier_handoff(
-    anthropic_double: ControlledDouble, settings: RelaySettings, eywa: Eywa, project: Path
+    anthropic_double: ControlledDouble, settings: RelaySettings, eywa: Eywa, start: Start
 ) -> None:
     anthropic_double.enqueue("I moved the zeppelin exporter to streaming writes and added tests.")
     first_events = Recorder()
-    async with await ClaudeSession.start(settings, project_dir=project, eywa=eywa, on_event=first_events) as first:
+    async with await start(on_event=first_events) as first:
         done = await first.send("rewrite the zeppelin exporter to stream rows")
     handoffs = await eywa.list_handoffs()
     assert [h.session_id for h in handoffs] == [done.session_id]
     ready = first_events.of(HandoffReady)
     assert len(ready) == 1 and ready[0].session_id == done.session_id and ready[0].markdown
 
-    async with await ClaudeSession.start(
-        settings, project_dir=project, eywa=eywa, facts_lines=["deploys go through make release"]
-    ) as second:
+    async with await start(facts_lines=["deploys go through make release"]) as second:
         await second.send("continue the zeppelin exporter work")
     system = str(anthropic_double.bodies[-1]["system"])
     assert "Acceptance criteria first" in system  # MEMORY.md, created from the shipped default
@@ -129,10 +135,10 @@ async def test_first_turn_is_grounded_with_rules_facts_and_the_earlier_handoff(
 
 
 async def test_follow_up_reuses_the_live_process_and_sends_the_history(
-    anthropic_double: ControlledDouble, settings: RelaySettings, eywa: Eywa, project: Path
+    anthropic_double: ControlledDouble, start: Start
 ) -> None:
     anthropic_double.enqueue("the answer is 42", "still 42")
-    async with await ClaudeSession.start(settings, project_dir=project, eywa=eywa) as session:
+    async with await start() as session:
         first = await session.send("what is the answer")
         pid = session.pid
         second = await session.send("and now?")
@@ -144,13 +150,11 @@ async def test_follow_up_reuses_the_live_process_and_sends_the_history(
     assert last_user_text(anthropic_double.bodies[-1]).endswith("and now?")
 
 
-async def test_resume_after_close_sends_the_earlier_history(
-    anthropic_double: ControlledDouble, settings: RelaySettings, eywa: Eywa, project: Path
-) -> None:
+async def test_resume_after_close_sends_the_earlier_history(anthropic_double: ControlledDouble, start: Start) -> None:
     anthropic_double.enqueue("noted: the password hint is giraffe", "it was giraffe")
-    async with await ClaudeSession.start(settings, project_dir=project, eywa=eywa) as session:
+    async with await start() as session:
         first = await session.send("remember the hint giraffe")
-    async with await ClaudeSession.start(settings, project_dir=project, eywa=eywa, resume=first.session_id) as again:
+    async with await start(resume=first.session_id) as again:
         second = await again.send("what was the hint?")
     assert second.session_id == first.session_id
     assert "remember the hint giraffe" in str(anthropic_double.bodies[-1]["messages"])
@@ -158,16 +162,13 @@ async def test_resume_after_close_sends_the_earlier_history(
 
 @pytest.mark.filterwarnings("ignore::claude_agent_sdk.CanUseToolShadowedWarning")  # Read is allowed outright
 async def test_events_are_translated_and_the_run_is_in_the_ledger(
-    anthropic_double: ControlledDouble, settings: RelaySettings, eywa: Eywa, project: Path
+    anthropic_double: ControlledDouble, eywa: Eywa, project: Path, start: Start
 ) -> None:
     (project / "notes.txt").write_text("hello notes\n", encoding="utf-8")
     anthropic_double.enqueue(ToolUse("Read", {"file_path": str(project / "notes.txt")}), "read it")
     ledger = await apply_ledger_migration(eywa)
     recorder = Recorder()
-    allowed = relay_settings(settings.env, eywa, allowed_tools=["Read"])  # type: ignore[arg-type]
-    async with await ClaudeSession.start(
-        allowed, project_dir=project, eywa=eywa, on_event=recorder, ledger=ledger
-    ) as session:
+    async with await start(relay={"allowed_tools": ["Read"]}, on_event=recorder, ledger=ledger) as session:
         events = [e async for e in session.stream("read the notes")]
     names = ["SpendTick", "ToolStart", "ToolEnd", "SpendTick", "TextDelta", "SessionResult"]
     assert [type(e).__name__ for e in events] == names  # a SpendTick prices each model call as it comes
@@ -183,13 +184,13 @@ async def test_events_are_translated_and_the_run_is_in_the_ledger(
 
 
 async def test_codex_turns_are_costed_linked_and_ingested_with_the_session(
-    anthropic_double: ControlledDouble, settings: RelaySettings, eywa: Eywa, project: Path, tmp_path: Path
+    anthropic_double: ControlledDouble, eywa: Eywa, tmp_path: Path, start: Start
 ) -> None:
     rollout = tmp_path / "codex" / "sessions" / ROLLOUT.relative_to(ROLLOUT.parents[3])
     rollout.parent.mkdir(parents=True)
     shutil.copy(ROLLOUT, rollout)
     ledger = await apply_ledger_migration(eywa)
-    async with await ClaudeSession.start(settings, project_dir=project, eywa=eywa, ledger=ledger) as session:
+    async with await start(ledger=ledger) as session:
         result = await session.send("plan it with codex")
         turn = CodexTurn("0b7e4c2a", "a plan", "gpt-x", 1.5, Usage(40, 8, cost_usd=0.002), rollout, "completed", "plan")
         await session.on_codex_turn(turn)
@@ -201,11 +202,11 @@ async def test_codex_turns_are_costed_linked_and_ingested_with_the_session(
 
 
 async def test_a_tool_without_approval_is_denied_and_the_model_is_told(
-    anthropic_double: ControlledDouble, settings: RelaySettings, eywa: Eywa, project: Path
+    anthropic_double: ControlledDouble, project: Path, start: Start
 ) -> None:
     anthropic_double.enqueue(ToolUse("Bash", {"command": "touch pwned", "description": "x"}), "ok, I won't")
     recorder = Recorder()
-    async with await ClaudeSession.start(settings, project_dir=project, eywa=eywa, on_event=recorder) as session:
+    async with await start(on_event=recorder) as session:
         result = await session.send("make a file")
     assert result.answer == "ok, I won't"
     assert not (project / "pwned").exists()
@@ -217,7 +218,7 @@ async def test_a_tool_without_approval_is_denied_and_the_model_is_told(
 
 
 async def test_an_approving_hook_lets_the_tool_run(
-    anthropic_double: ControlledDouble, settings: RelaySettings, eywa: Eywa, project: Path
+    anthropic_double: ControlledDouble, project: Path, start: Start
 ) -> None:
     anthropic_double.enqueue(ToolUse("Bash", {"command": "touch approved", "description": "x"}), "made it")
     asked: list[ApprovalRequest] = []
@@ -226,14 +227,14 @@ async def test_an_approving_hook_lets_the_tool_run(
         asked.append(request)
         return ApprovalDecision.allow()
 
-    async with await ClaudeSession.start(settings, project_dir=project, eywa=eywa, approve=approve) as session:
+    async with await start(approve=approve) as session:
         result = await session.send("make a file")
     assert [(r.tool_name, r.summary, r.session_id) for r in asked] == [("Bash", "touch approved", result.session_id)]
     assert asked[0].request_id and (project / "approved").exists()
 
 
 async def test_allow_for_session_stops_the_asking_and_a_deny_tells_the_model_why(
-    anthropic_double: ControlledDouble, settings: RelaySettings, eywa: Eywa, project: Path
+    anthropic_double: ControlledDouble, project: Path, start: Start
 ) -> None:
     anthropic_double.enqueue(
         ToolUse("Bash", {"command": "touch one", "description": "x"}),
@@ -249,7 +250,7 @@ async def test_allow_for_session_stops_the_asking_and_a_deny_tells_the_model_why
             return ApprovalDecision.allow_for_session()
         return ApprovalDecision.deny("the owner keeps writes for later")
 
-    async with await ClaudeSession.start(settings, project_dir=project, eywa=eywa, approve=approve) as session:
+    async with await start(approve=approve) as session:
         await session.send("make three files")
     assert asked == ["touch one", str(project / "three")]  # the second Bash call was not asked
     assert (project / "one").exists() and (project / "two").exists() and not (project / "three").exists()
@@ -258,10 +259,10 @@ async def test_allow_for_session_stops_the_asking_and_a_deny_tells_the_model_why
 
 
 async def test_resuming_a_session_the_cli_does_not_have_raises_session_not_found(
-    anthropic_double: ControlledDouble, settings: RelaySettings, eywa: Eywa, project: Path
+    anthropic_double: ControlledDouble, start: Start
 ) -> None:
     unknown = str(uuid.uuid4())
-    session = await ClaudeSession.start(settings, project_dir=project, eywa=eywa, resume=unknown)
+    session = await start(resume=unknown)
     with pytest.raises(SessionNotFoundError) as caught:
         await session.send("carry on")
     assert caught.value.session_id == unknown and isinstance(caught.value, SessionError)
@@ -270,11 +271,11 @@ async def test_resuming_a_session_the_cli_does_not_have_raises_session_not_found
 
 
 async def test_interrupt_ends_the_turn_and_the_session_stays_usable(
-    anthropic_double: ControlledDouble, settings: RelaySettings, eywa: Eywa, project: Path
+    anthropic_double: ControlledDouble, start: Start
 ) -> None:
     anthropic_double.misbehave = ["stall"]
     anthropic_double.enqueue("back again")
-    async with await ClaudeSession.start(settings, project_dir=project, eywa=eywa) as session:
+    async with await start() as session:
         running = asyncio.create_task(session.send("think for a long time"))
         await anthropic_double.stalled.wait()
         assert await session.interrupt()
@@ -289,15 +290,13 @@ async def test_a_stalled_api_times_out_and_everything_is_killed(
     limits: dict[str, float],
     kind: str,
     anthropic_double: ControlledDouble,
-    env: dict[str, str],
     eywa: Eywa,
-    project: Path,
     orphans: Callable[[], list[int]],
+    start: Start,
 ) -> None:
     anthropic_double.misbehave = ["stall"]
-    settings = relay_settings(env, eywa, **limits)
     recorder = Recorder()
-    session = await ClaudeSession.start(settings, project_dir=project, eywa=eywa, on_event=recorder)
+    session = await start(relay=limits, on_event=recorder)
     with pytest.raises(RelayTimeoutError) as caught:
         await session.send("hang please")
     assert caught.value.kind == kind and caught.value.limit_s == 1.0
@@ -311,19 +310,14 @@ async def test_a_stalled_api_times_out_and_everything_is_killed(
 
 @pytest.mark.parametrize("failure", ["500", "garbage"])
 async def test_a_failing_api_is_a_clear_error_with_the_transcript_kept(
-    failure: str,
-    anthropic_double: ControlledDouble,
-    settings: RelaySettings,
-    eywa: Eywa,
-    project: Path,
-    orphans: Callable[[], list[int]],
+    failure: str, anthropic_double: ControlledDouble, eywa: Eywa, orphans: Callable[[], list[int]], start: Start
 ) -> None:
     if failure == "500":
         anthropic_double.enqueue(ErrorReply(500, "api_error", "the double broke"))
     else:
         anthropic_double.misbehave = ["garbage", "garbage"]  # the CLI retries once without streaming
     recorder = Recorder()
-    session = await ClaudeSession.start(settings, project_dir=project, eywa=eywa, on_event=recorder)
+    session = await start(on_event=recorder)
     with pytest.raises(SessionError) as caught:
         await session.send("do the thing")
     assert "API Error" in str(caught.value) and caught.value.session_id
@@ -336,14 +330,9 @@ async def test_a_failing_api_is_a_clear_error_with_the_transcript_kept(
 
 @pytest.mark.filterwarnings("ignore::claude_agent_sdk.CanUseToolShadowedWarning")  # memory tools are allowed
 async def test_the_memory_mcp_server_is_offered_to_claude(
-    anthropic_double: ControlledDouble,
-    env: dict[str, str],
-    eywa: Eywa,
-    project: Path,
-    orphans: Callable[[], list[int]],
+    anthropic_double: ControlledDouble, orphans: Callable[[], list[int]], start: Start
 ) -> None:
-    settings = relay_settings(env, eywa, memory_mcp="1")
-    async with await ClaudeSession.start(settings, project_dir=project, eywa=eywa) as session:
+    async with await start(relay={"memory_mcp": "1"}) as session:
         await session.send("hello")
     # MCP tools are deferred by the CLI: it lists them by name in the request for the model to load.
     assert "mcp__eywa__eywa_get" in json.dumps(anthropic_double.bodies[0])
@@ -351,25 +340,21 @@ async def test_the_memory_mcp_server_is_offered_to_claude(
 
 
 async def test_subagent_transcripts_are_ingested_with_the_session(
-    anthropic_double: ControlledDouble, settings: RelaySettings, eywa: Eywa, project: Path
+    anthropic_double: ControlledDouble, eywa: Eywa, start: Start
 ) -> None:
     task = {"description": "look around", "prompt": "list the files", "subagent_type": "general-purpose"}
     anthropic_double.enqueue(ToolUse("Agent", task), "the subagent found nothing", "all done")
-    async with await ClaudeSession.start(settings, project_dir=project, eywa=eywa) as session:
+    async with await start() as session:
         result = await session.send("delegate a look around")
     view = await eywa.show(result.session_id)
     assert view.subagents and all(s.startswith(f"{result.session_id}/agent-") for s in view.subagents)
 
 
 async def test_a_cancelled_run_ends_the_session_without_orphans(
-    anthropic_double: ControlledDouble,
-    settings: RelaySettings,
-    eywa: Eywa,
-    project: Path,
-    orphans: Callable[[], list[int]],
+    anthropic_double: ControlledDouble, eywa: Eywa, orphans: Callable[[], list[int]], start: Start
 ) -> None:
     anthropic_double.misbehave = ["stall"]
-    session = await ClaudeSession.start(settings, project_dir=project, eywa=eywa)
+    session = await start()
     running = asyncio.create_task(session.send("never mind"))
     await anthropic_double.stalled.wait()
     running.cancel()

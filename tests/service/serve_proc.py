@@ -16,7 +16,7 @@ import httpx
 
 from tests.cli_env import cli_env
 
-__all__ = ["MACUPOS", "cli", "serve_env", "serving"]
+__all__ = ["MACUPOS", "cli", "serve_env", "serving", "stop", "wait_listening"]
 
 MACUPOS = Path(sys.executable).parent / "macupos"
 
@@ -36,16 +36,46 @@ def cli(home: Path, *args: str, timeout_s: float = 120, **extra: str) -> subproc
     )
 
 
-def wait_listening(proc: subprocess.Popen[bytes], log: Path, scheme: str = "http") -> str:
-    """The URL a starting `macupos serve` announces in ``log`` (AssertionError when it dies or takes > 60 s)."""
-    deadline = time.monotonic() + 60
-    while True:
-        found = re.search(rf"listening on ({scheme}://127\.0\.0\.1:\d+)", log.read_text(errors="replace"))
+def wait_listening(
+    proc: subprocess.Popen[bytes],
+    log: Path,
+    scheme: str = "http",
+    *,
+    offset: int = 0,
+    verify: ssl.SSLContext | bool = True,
+    timeout_s: float = 60,
+) -> str:
+    """The URL a starting `macupos serve` announces in ``log`` (past ``offset``), once its /healthz answers
+    (AssertionError when it dies or takes longer than ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    url = None
+    while url is None:
+        text = log.read_bytes()[offset:].decode(errors="replace")
+        found = re.search(rf"listening on ({scheme}://127\.0\.0\.1:\d+)", text)
         if found:
-            return found.group(1)
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError(f"macupos serve did not start:\n{log.read_text(errors='replace')}")
-        time.sleep(0.05)  # polling a file another process writes; bounded by the deadline above
+            url = found.group(1)
+        elif proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"macupos serve did not start:\n{text[-4000:]}")
+        else:
+            time.sleep(0.05)  # polling a file another process writes; bounded by the deadline above
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=5, verify=verify).status_code == 200:
+                return url
+        except httpx.TransportError:
+            time.sleep(0.05)  # bounded by the deadline
+    raise AssertionError("macupos serve did not answer /healthz")
+
+
+def stop(proc: subprocess.Popen[bytes], grace_s: float = 30) -> None:
+    """SIGTERM, then SIGKILL when it has not exited after ``grace_s``."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
 
 
 @contextmanager
@@ -66,19 +96,6 @@ def serving(
             stderr=err,
         )
     try:
-        url = wait_listening(proc, log, scheme)
-        for _ in range(200):  # listening, and the lifespan has run: /healthz answers
-            try:
-                if httpx.get(f"{url}/healthz", timeout=5, verify=verify).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        yield proc, url
+        yield proc, wait_listening(proc, log, scheme, verify=verify)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        stop(proc)

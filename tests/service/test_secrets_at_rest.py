@@ -15,7 +15,7 @@ import pytest
 from bench.secrets_coverage import Sample, load_kinds, samples
 from memory.redact.redactor import Redactor
 from service.spool_redact import TOO_LONG, LineRedactor, redact_line
-from tests.memory.redact.test_secrets_corpus import STRUCTURED, secrets_transcript
+from tests.memory.redact.test_secrets_corpus import STRUCTURED, one_of_each_kind, secrets_transcript, traces
 from tests.service.conftest import claude_lines, running_service
 
 R = Redactor()
@@ -23,32 +23,11 @@ SESSION = "secrets-at-rest"
 
 
 def _chosen() -> list[Sample]:
-    """One sample of each kind, each kind from another of its contexts (as tests/memory/test_secrets_corpus)."""
-    plain: dict[str, list[Sample]] = {}
-    for sample in samples(load_kinds(), seed=1, draws=2):
-        if not sample.text.startswith('{"type": "tool_result"'):  # the JSON-escaped copies are for raw lines
-            plain.setdefault(sample.kind, []).append(sample)
-    chosen = [found[(7 * i) % len(found)] for i, found in enumerate(plain.values())]
-    assert len(chosen) == len(load_kinds())
-    return chosen
+    return one_of_each_kind(samples(load_kinds(), seed=1, draws=2))
 
 
 def _transcript(chosen: list[Sample]) -> bytes:
     return secrets_transcript(chosen, SESSION).encode()
-
-
-def _traces(pieces: list[str], stored: bytes) -> list[str]:
-    """The pieces a 16-character run of which is in ``stored`` (lowercased: the index keeps lowercase terms;
-    italics' "\\_" undone)."""
-    hay = stored.lower().replace(b"\\_", b"_")
-    found = []
-    for piece in pieces:
-        if len(piece) < 10:
-            continue
-        n = min(16, len(piece))
-        if any(piece[i : i + n].lower().encode() in hay for i in range(len(piece) - n + 1)):
-            found.append(piece)
-    return found
 
 
 def _everything(home: Path) -> bytes:
@@ -105,13 +84,13 @@ async def test_no_credential_of_the_corpus_rests_on_disk_and_forget_removes_ever
             spooled = [p for p in _spooled(home) if p.suffix == ".jsonl"]
             assert len(spooled) == 2, spooled  # one file per name
             assert all(b"REDACTED" in p.read_bytes() for p in spooled)
-            assert _traces(pieces, _everything(home / "tenants" / "alice" / "spool")) == []
+            assert traces(pieces, _everything(home / "tenants" / "alice" / "spool")) == []
     # The server has stopped: its databases are closed, their raw bytes (WAL included) read as they rest.
     stored = _everything(home)
     assert b"REDACTED" in stored
-    assert _traces(pieces, stored) == []
+    assert traces(pieces, stored) == []
     logged = [r.getMessage() for r in caplog.records if not r.name.startswith(_CLIENT_LOGS)]
-    assert _traces(pieces, "\n".join(logged).encode()) == []
+    assert traces(pieces, "\n".join(logged).encode()) == []
     assert any("REDACTED" in line for line in logged)  # the spooled file's name was logged, redacted
 
     async with running_service(home) as srv:

@@ -187,7 +187,9 @@ def test_serve_local_keeps_what_its_pages_said_was_done_beside_the_cli(tmp_path:
                     mid = f"fact-{n:04d}"
                     form = {"op": "remember", "type": "Fact", "id": mid, "subject": "user", "csrf": csrf}
                     done = web.post("/facts", data=form | {"f_predicate": "n", "f_object": str(n)})
-                    assert done.headers.get("location") == "/facts?done=remember", f"round {n}: {done.text}"
+                    assert done.headers.get("location") == "/facts?done=remember&as=Fact#remember-Fact", (
+                        f"round {n}: {done.text}"
+                    )
                     remembered.append(mid)
                 beside.finish()
                 if n % 10 == 0:

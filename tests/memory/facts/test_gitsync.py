@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -51,6 +52,22 @@ def facts_clone(remote: Path, dest: Path) -> str:
     origin = uuid.uuid4().hex
     (dest / ".origin").write_text(origin)
     return origin
+
+
+class TwoClones(NamedTuple):
+    remote: Path
+    a: Path
+    b: Path
+    origin_a: str
+    origin_b: str
+
+
+@pytest.fixture
+def two_clones(tmp_path: Path) -> TwoClones:
+    """Two facts folders, a and b, cloned from one bare remote; with their origin ids."""
+    remote = bare_remote(tmp_path)
+    a, b = tmp_path / "a", tmp_path / "b"
+    return TwoClones(remote, a, b, facts_clone(remote, a), facts_clone(remote, b))
 
 
 def append_events(folder: Path, origin: str, count: int) -> list[str]:
@@ -112,10 +129,8 @@ def engine_double(folder: Path, calls: list[int]) -> GitSync:
     return GitSync(folder, on_pulled=on_pulled, timeout_s=30)
 
 
-async def test_two_clones_with_a_thousand_events_each_converge_without_conflicts(tmp_path: Path) -> None:
-    remote = bare_remote(tmp_path)
-    a, b = tmp_path / "a", tmp_path / "b"
-    origin_a, origin_b = facts_clone(remote, a), facts_clone(remote, b)
+async def test_two_clones_with_a_thousand_events_each_converge_without_conflicts(two_clones: TwoClones) -> None:
+    remote, a, b, origin_a, origin_b = two_clones
     pulled_a: list[int] = []
     pulled_b: list[int] = []
     sync_a, sync_b = engine_double(a, pulled_a), engine_double(b, pulled_b)
@@ -144,10 +159,8 @@ async def test_two_clones_with_a_thousand_events_each_converge_without_conflicts
     assert git(a, "log", "-1", "--format=%an <%ae>").strip() == "macupos <macupos@localhost>"
 
 
-async def test_a_half_written_last_line_is_cut_before_it_is_committed(tmp_path: Path) -> None:
-    remote = bare_remote(tmp_path)
-    a, b = tmp_path / "a", tmp_path / "b"
-    origin_a, _ = facts_clone(remote, a), facts_clone(remote, b)
+async def test_a_half_written_last_line_is_cut_before_it_is_committed(two_clones: TwoClones) -> None:
+    _, a, b, origin_a, _ = two_clones
     ids = append_events(a, origin_a, 5)
     log = a / "events" / f"{origin_a}.jsonl"
     whole = log.read_bytes()
@@ -177,11 +190,8 @@ async def test_a_whole_last_event_that_only_lost_its_newline_is_kept(tmp_path: P
     assert status_lines(a) == []
 
 
-async def test_damaged_lines_that_arrive_with_a_pull_are_repaired(tmp_path: Path) -> None:
-    remote = bare_remote(tmp_path)
-    a, b = tmp_path / "a", tmp_path / "b"
-    facts_clone(remote, a)
-    facts_clone(remote, b)
+async def test_damaged_lines_that_arrive_with_a_pull_are_repaired(two_clones: TwoClones) -> None:
+    remote, a, b, _, _ = two_clones
     good = json.dumps({"id": "e1", "at_ms": 1, "origin": "x", "op": "remember", "args": {}})
     (b / "events" / "x.jsonl").write_text(f'{good}\n{{"id": "half\n{good.replace("e1", "e2")}\n{{"id": "torn')
     git(b, "add", "events/x.jsonl")  # pushed by a plain git, not by the sync
@@ -214,10 +224,8 @@ async def test_only_events_snapshot_and_config_are_tracked(tmp_path: Path) -> No
     assert "events/*.jsonl merge=union" in (a / ".gitattributes").read_text()
 
 
-async def test_push_once_merges_first_when_the_remote_moved_on(tmp_path: Path) -> None:
-    remote = bare_remote(tmp_path)
-    a, b = tmp_path / "a", tmp_path / "b"
-    origin_a, origin_b = facts_clone(remote, a), facts_clone(remote, b)
+async def test_push_once_merges_first_when_the_remote_moved_on(two_clones: TwoClones) -> None:
+    remote, a, b, origin_a, origin_b = two_clones
     append_events(a, origin_a, 3)
     await GitSync(a).push_once()
     append_events(b, origin_b, 4)
@@ -229,10 +237,8 @@ async def test_push_once_merges_first_when_the_remote_moved_on(tmp_path: Path) -
     assert len(event_ids(b)) == 7
 
 
-async def test_pull_once_merges_without_pushing(tmp_path: Path) -> None:
-    remote = bare_remote(tmp_path)
-    a, b = tmp_path / "a", tmp_path / "b"
-    origin_a, origin_b = facts_clone(remote, a), facts_clone(remote, b)
+async def test_pull_once_merges_without_pushing(two_clones: TwoClones) -> None:
+    remote, a, b, origin_a, origin_b = two_clones
     append_events(a, origin_a, 2)
     await GitSync(a).sync_once()
     append_events(b, origin_b, 1)
@@ -245,11 +251,8 @@ async def test_pull_once_merges_without_pushing(tmp_path: Path) -> None:
     assert git(b, "rev-parse", "HEAD") != git(remote, "rev-parse", "HEAD")
 
 
-async def test_a_hand_edit_conflict_aborts_the_merge_without_markers(tmp_path: Path) -> None:
-    remote = bare_remote(tmp_path)
-    a, b = tmp_path / "a", tmp_path / "b"
-    facts_clone(remote, a)
-    facts_clone(remote, b)
+async def test_a_hand_edit_conflict_aborts_the_merge_without_markers(two_clones: TwoClones) -> None:
+    _, a, b, _, _ = two_clones
     (a / "README.md").write_text("facts of the laptop\n")
     (b / "README.md").write_text("facts of the server\n")
     await GitSync(a).sync_once()
@@ -371,11 +374,8 @@ def test_a_hanging_git_in_check_times_out_and_is_killed(tmp_path: Path) -> None:
     assert_dead(int((tmp_path / "grandchild.pid").read_text()))
 
 
-async def test_run_pulls_at_start_and_again_each_interval_until_stopped(tmp_path: Path) -> None:
-    remote = bare_remote(tmp_path)
-    a, b = tmp_path / "a", tmp_path / "b"
-    facts_clone(remote, a)
-    origin_b = facts_clone(remote, b)
+async def test_run_pulls_at_start_and_again_each_interval_until_stopped(two_clones: TwoClones) -> None:
+    _, a, b, _, origin_b = two_clones
     append_events(b, origin_b, 2)
     await GitSync(b).sync_once()
     pulls: list[int] = []

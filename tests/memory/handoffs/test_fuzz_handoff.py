@@ -14,30 +14,11 @@ from hypothesis import strategies as st
 
 from memory.errors import HandoffFormatError
 from memory.handoffs.format import from_markdown, to_markdown
-from memory.models import Handoff, SessionKind
 from tests.fuzzing import fuzz_settings, json_values, mutated_bytes, records, shaped, texts
+from tests.memory.handoffs.test_format import full_handoff
 
 REAL = [
-    to_markdown(
-        Handoff(
-            session_id="3f2a-77",
-            date="2025-06-01T10:00:00+00:00",
-            headline="Teach the parser sidechains: ünïcode — and colons",
-            duration_min=42.5,
-            model="claude-opus-4-5",
-            projects=["macupos", "eywa-mcp"],
-            keywords=["parse-claude-file", "sidechain"],
-            substance=2,
-            what_happened=["Split inline sidechains", "Kept two lines\nin one item"],
-            insights=["**wrong belief** -> **truth**"],
-            key_files=["memory/sources/claude.py"],
-            open_threads=["golden tests for the loglines form"],
-            kind=SessionKind.SUBAGENT,
-            parent_id="parent-1",
-            source="llm",
-            extra={"reviewer": "nick", "tags": [1, 2]},
-        )
-    ),
+    to_markdown(full_handoff()),  # every field and a free section, as the writer writes them
     # eywa-mcp's layout: its own key names, a date without time, sections in the body only.
     "---\nid: abc\ntimestamp: 2024-03-05\nproject: [billing]\ntags: [a, b]\n---\n# Fixed the invoices\n\n"
     "## What happened\n- found the rounding bug\n- fixed it\n\n## Open threads\n- tests\n",

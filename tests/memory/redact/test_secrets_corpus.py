@@ -124,11 +124,23 @@ def secrets_transcript(chosen: list[Sample], session_id: str = "secrets-corpus")
     return "".join(json.dumps(line) + "\n" for line in lines)
 
 
-def _traces(sample_pieces: list[str], stored: bytes) -> list[str]:
-    # Raw bytes as stored, lowercased (the index keeps lowercase terms), italics' "\_" undone.
+def one_of_each_kind(corpus: list[Sample]) -> list[Sample]:
+    """One sample of each kind, each kind from another of its contexts."""
+    plain: dict[str, list[Sample]] = {}
+    for sample in corpus:
+        if not sample.text.startswith('{"type": "tool_result"'):  # the JSON-escaped copies are for raw lines
+            plain.setdefault(sample.kind, []).append(sample)
+    chosen = [found[(7 * i) % len(found)] for i, found in enumerate(plain.values())]
+    assert len(chosen) == len(load_kinds())
+    return chosen
+
+
+def traces(pieces: list[str], stored: bytes) -> list[str]:
+    """The pieces a 16-character run of which is in ``stored`` (lowercased: the index keeps lowercase terms;
+    italics' "\\_" undone)."""
     hay = stored.lower().replace(b"\\_", b"_")
     found = []
-    for piece in sample_pieces:
+    for piece in pieces:
         if len(piece) < 10:
             continue
         n = min(16, len(piece))
@@ -140,13 +152,7 @@ def _traces(sample_pieces: list[str], stored: bytes) -> list[str]:
 async def test_a_session_holding_every_kind_leaves_no_trace_in_memory(
     settings: MemorySettings, corpus: list[Sample], tmp_path: Path
 ) -> None:
-    plain: dict[str, list[Sample]] = {}
-    for sample in corpus:
-        if not sample.text.startswith('{"type": "tool_result"'):  # the JSON-escaped copies are for raw lines
-            plain.setdefault(sample.kind, []).append(sample)
-    # One sample of each kind, each kind from another of its contexts.
-    chosen = [found[(7 * i) % len(found)] for i, found in enumerate(plain.values())]
-    assert len(chosen) == len(load_kinds())
+    chosen = one_of_each_kind(corpus)
     path = tmp_path / "session.jsonl"
     path.write_text(secrets_transcript(chosen), encoding="utf-8")
     async with await Eywa.open(settings) as eywa:
@@ -158,5 +164,5 @@ async def test_a_session_holding_every_kind_leaves_no_trace_in_memory(
     assert any(p.is_relative_to(settings.handoffs_dir) for p in files)  # the handoffs mirror too
     stored = b"\n".join(p.read_bytes() for p in files)
     pieces = [p for s in chosen for p in s.pieces] + [*STRUCTURED]
-    assert _traces(pieces, stored) == []
+    assert traces(pieces, stored) == []
     assert b"REDACTED" in stored

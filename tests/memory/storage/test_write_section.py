@@ -120,7 +120,7 @@ CALLS: dict[str, Call] = {
     "sources_holding": lambda e, s: e.sources_holding([PARENT]),
     "list_sessions": lambda e, s: e.list_sessions(limit=50),
     "children": lambda e, s: e.children(PARENT),
-    "transcript_slice": lambda e, s: e.transcript_slice(PARENT, 0),
+    "transcript_turns": lambda e, s: e.transcript_turns(PARENT, lambda index: (0, 4096)),
     "keeps_costs": lambda e, s: e.keeps_costs(),
     "record_cost": lambda e, s: e.record_cost(CostEntry("claude", session_id=PARENT, cost_usd=0.01)),
     "cost_totals": lambda e, s: e.cost_totals("engine"),

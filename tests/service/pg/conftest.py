@@ -7,31 +7,26 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import re
-import signal
 import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
-import httpx
 import psycopg
 import pytest
 
 from service.app import build_app
 from service.pg.keys import PgKeyStore
 from service.pg.link import PgLink
-from service.pg.store import pg_store
+from service.pg.store import PgTenantStore, pg_store
 from service.settings import Limits, ServiceSettings
 from service.tenants import Scope
-from tests.cli_env import cli_env
 from tests.service.conftest import Server, memory_settings, serving
 from tests.service.pg.cluster import Cluster
+from tests.service.serve_proc import MACUPOS, serve_env, stop, wait_listening
 
-MACUPOS = Path(sys.executable).parent / "macupos"
 _names = itertools.count()
 
 
@@ -99,8 +94,15 @@ async def running_pg_service(home: Path, url: str, **settings: object) -> AsyncI
         yield PgServer(base, home, database=url)
 
 
-def serve_env(home: Path) -> dict[str, str]:
-    return cli_env(home, HOME=str(home.parent))
+@asynccontextmanager
+async def tenant_store(home: Path, url: str) -> AsyncIterator[PgTenantStore]:
+    """The tenant store one service process keeps on the database ``url`` (its local copies under ``home``)."""
+    settings = ServiceSettings(home=home, database_url=url)
+    store = cast(PgTenantStore, await pg_store(settings, memory_settings(home))())
+    try:
+        yield store
+    finally:
+        await store.close()
 
 
 @contextmanager
@@ -116,34 +118,6 @@ def serve_process(home: Path, url: str, log: Path, *args: str) -> Iterator[tuple
             stderr=err,
         )
     try:
-        yield proc, wait_listening(proc, log, offset)
+        yield proc, wait_listening(proc, log, offset=offset, timeout_s=120)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=30)
-
-
-def wait_listening(proc: subprocess.Popen[bytes], log: Path, offset: int = 0) -> str:
-    """The URL a starting `macupos serve` announces (in its log past ``offset``), once /healthz answers."""
-    deadline = time.monotonic() + 120
-    url = None
-    while url is None:
-        text = log.read_bytes()[offset:].decode(errors="replace")
-        found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", text)
-        if found:
-            url = found.group(1)
-        elif proc.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError(f"macupos serve did not start:\n{text[-4000:]}")
-        else:
-            time.sleep(0.05)  # polling a file another process writes; bounded by the deadline above
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=5).status_code == 200:
-                return url
-        except httpx.TransportError:
-            time.sleep(0.05)  # bounded by the deadline
-    raise AssertionError("macupos serve did not answer /healthz")
+        stop(proc, grace_s=60)

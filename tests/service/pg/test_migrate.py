@@ -16,8 +16,8 @@ from service.keys import SqliteKeyStore
 from service.pg.keys import PgKeyStore
 from service.pg.link import PgLink
 from tests.service.conftest import memory_settings, transcript_bytes
-from tests.service.pg.conftest import MACUPOS, serve_env
-from tests.service.pg.test_same_answers import answers, assert_same, store
+from tests.service.pg.conftest import MACUPOS, serve_env, tenant_store
+from tests.service.pg.test_same_answers import answers, assert_same
 
 AS_OF = datetime.fromisoformat("2026-03-05T00:00:00+00:00")
 QUERIES = ["zebrafish", "quokka walrus", "step 3", "nothing-like-this", "fixed"]
@@ -81,7 +81,7 @@ async def test_a_memory_home_moves_in_and_back_out_without_loss(tmp_path: Path, 
         assert record is not None and record.tenant == "alice" and record.scope == "read"
     finally:
         await link.close()
-    async with store(tmp_path / "server", pg_url) as s, s.lease("alice") as t:
+    async with tenant_store(tmp_path / "server", pg_url) as s, s.lease("alice") as t:
         assert_same(want, await answers(await t.eywa(), QUERIES, AS_OF))
         assert (await (await t.facts()).world())["memories"] == 2
 
@@ -130,6 +130,6 @@ async def test_migrations_that_would_lose_or_mix_memory_are_refused(tmp_path: Pa
                       "postgresql://nobody:sekrit@127.0.0.1:1/none")  # fmt: skip
     assert unreachable.returncode == 1 and "cannot connect" in unreachable.stderr
     assert "sekrit" not in unreachable.stderr + unreachable.stdout
-    async with store(tmp_path / "server", pg_url) as s, s.lease("alice") as t:
+    async with tenant_store(tmp_path / "server", pg_url) as s, s.lease("alice") as t:
         stats = await (await t.eywa()).stats()
         assert stats["sessions"] == {"main": 3} and stats["forgotten"] == 1

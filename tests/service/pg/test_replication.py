@@ -8,7 +8,6 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import cast
@@ -20,22 +19,18 @@ from memory.errors import SessionNotFoundError
 from memory.facade import Eywa
 from memory.replica import rows as replicate
 from memory.storage.database import Database
-from service.pg.store import PgTenant, PgTenantStore, pg_store
-from service.settings import ServiceSettings
+from service.pg.store import PgTenant, PgTenantStore
 from tests.service.conftest import claude_lines, memory_settings, transcript_bytes
-from tests.service.pg.conftest import running_pg_service
+from tests.service.pg.conftest import running_pg_service, tenant_store
 
 AS_OF = "2026-03-05T00:00:00+00:00"
 
 
-@asynccontextmanager
-async def opened(home: Path, url: str) -> AsyncIterator[PgTenantStore]:
-    settings = ServiceSettings(home=home, database_url=url)
-    store = cast(PgTenantStore, await pg_store(settings, memory_settings(home))())
-    try:
-        yield store
-    finally:
-        await store.close()
+@pytest.fixture
+async def stores(tmp_path: Path, pg_url: str) -> AsyncIterator[tuple[PgTenantStore, PgTenantStore]]:
+    """Two service processes' tenant stores on the test's database, each with its own copies."""
+    async with tenant_store(tmp_path / "a", pg_url) as a, tenant_store(tmp_path / "b", pg_url) as b:
+        yield a, b
 
 
 def write(folder: Path, name: str, data: bytes) -> Path:
@@ -51,57 +46,59 @@ async def ids_for(store: PgTenantStore, tenant: str, query: str) -> list[tuple[s
         return [(r.session_id, r.score) for r in g.results]
 
 
-async def test_a_write_through_one_process_is_read_through_the_other(tmp_path: Path, pg_url: str) -> None:
-    async with opened(tmp_path / "a", pg_url) as a, opened(tmp_path / "b", pg_url) as b:
-        files = tmp_path / "files"
-        async with a.lease("alice") as t:
-            eywa = await t.eywa()
-            await eywa.ingest([write(files, "s1.jsonl", transcript_bytes("s1", "zebrafish"))])
-            await eywa.ingest([write(files, "s2.jsonl", transcript_bytes("s2", "zebrafish", "quokka", turns=4))])
-        assert await ids_for(b, "alice", "zebrafish") == await ids_for(a, "alice", "zebrafish")
-        assert {sid for sid, _ in await ids_for(b, "alice", "zebrafish")} == {"s1", "s2"}
-        async with b.lease("alice") as t:
-            hits = await (await t.eywa()).search("quokka")
-            assert [h.session_id for h in hits] == ["s2"]
-            assert await (await t.eywa()).forget("s2") == ["s2"]
-            facts = await t.facts()
-            assert (await facts.run_script("remember pet user Fact predicate likes object quokka")).ok
-        async with a.lease("alice") as t:
-            with pytest.raises(SessionNotFoundError):
-                await (await t.eywa()).show("s2")
-            assert [h.session_id for h in await (await t.eywa()).search("quokka")] == []
-            recalled = await (await t.facts()).run_script("recall user")
-            assert "quokka" in recalled.text
-        async with b.lease("bob") as t:  # another tenant: nothing of alice's
-            assert await (await t.eywa()).search("zebrafish") == []
+async def test_a_write_through_one_process_is_read_through_the_other(
+    tmp_path: Path, stores: tuple[PgTenantStore, PgTenantStore]
+) -> None:
+    a, b = stores
+    files = tmp_path / "files"
+    async with a.lease("alice") as t:
+        eywa = await t.eywa()
+        await eywa.ingest([write(files, "s1.jsonl", transcript_bytes("s1", "zebrafish"))])
+        await eywa.ingest([write(files, "s2.jsonl", transcript_bytes("s2", "zebrafish", "quokka", turns=4))])
+    assert await ids_for(b, "alice", "zebrafish") == await ids_for(a, "alice", "zebrafish")
+    assert {sid for sid, _ in await ids_for(b, "alice", "zebrafish")} == {"s1", "s2"}
+    async with b.lease("alice") as t:
+        hits = await (await t.eywa()).search("quokka")
+        assert [h.session_id for h in hits] == ["s2"]
+        assert await (await t.eywa()).forget("s2") == ["s2"]
+        facts = await t.facts()
+        assert (await facts.run_script("remember pet user Fact predicate likes object quokka")).ok
+    async with a.lease("alice") as t:
+        with pytest.raises(SessionNotFoundError):
+            await (await t.eywa()).show("s2")
+        assert [h.session_id for h in await (await t.eywa()).search("quokka")] == []
+        recalled = await (await t.facts()).run_script("recall user")
+        assert "quokka" in recalled.text
+    async with b.lease("bob") as t:  # another tenant: nothing of alice's
+        assert await (await t.eywa()).search("zebrafish") == []
 
 
-async def test_a_failed_write_section_leaves_nothing_in_either_store(tmp_path: Path, pg_url: str) -> None:
-    async with opened(tmp_path / "a", pg_url) as a, opened(tmp_path / "b", pg_url) as b:
-        files = tmp_path / "files"
-        async with a.lease("alice") as t:
-            eywa = await t.eywa()
-            await eywa.ingest([write(files, "kept.jsonl", transcript_bytes("kept", "zebrafish"))])
-            with pytest.raises(RuntimeError, match="cut short"):
-                async with t.ingest_lock:
-                    await eywa.ingest([write(files, "lost.jsonl", transcript_bytes("lost", "zebrafish"))])
-                    assert (await eywa.show("lost")).session is not None  # there, until the section fails
-                    raise RuntimeError("cut short")
-            with pytest.raises(SessionNotFoundError):
-                await eywa.show("lost")
-        for store in (a, b):
-            assert [sid for sid, _ in await ids_for(store, "alice", "zebrafish")] == ["kept"]
-        with psycopg.connect(pg_url) as conn:
-            conn.execute(
-                "SELECT set_config('role', 'macupos_tenant', false), set_config('macupos.tenant', 'alice', false)"
-            )
-            rows = conn.execute("SELECT session_id FROM macupos.sessions ORDER BY 1").fetchall()
-        assert rows == [("kept",)]
+async def test_a_failed_write_section_leaves_nothing_in_either_store(
+    tmp_path: Path, pg_url: str, stores: tuple[PgTenantStore, PgTenantStore]
+) -> None:
+    a, b = stores
+    files = tmp_path / "files"
+    async with a.lease("alice") as t:
+        eywa = await t.eywa()
+        await eywa.ingest([write(files, "kept.jsonl", transcript_bytes("kept", "zebrafish"))])
+        with pytest.raises(RuntimeError, match="cut short"):
+            async with t.ingest_lock:
+                await eywa.ingest([write(files, "lost.jsonl", transcript_bytes("lost", "zebrafish"))])
+                assert (await eywa.show("lost")).session is not None  # there, until the section fails
+                raise RuntimeError("cut short")
+        with pytest.raises(SessionNotFoundError):
+            await eywa.show("lost")
+    for store in (a, b):
+        assert [sid for sid, _ in await ids_for(store, "alice", "zebrafish")] == ["kept"]
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("SELECT set_config('role', 'macupos_tenant', false), set_config('macupos.tenant', 'alice', false)")
+        rows = conn.execute("SELECT session_id FROM macupos.sessions ORDER BY 1").fetchall()
+    assert rows == [("kept",)]
 
 
 async def test_a_copy_reopened_is_reused_and_puts_back_what_a_killed_write_left(tmp_path: Path, pg_url: str) -> None:
     files = tmp_path / "files"
-    async with opened(tmp_path / "a", pg_url) as a, a.lease("alice") as t:
+    async with tenant_store(tmp_path / "a", pg_url) as a, a.lease("alice") as t:
         await (await t.eywa()).ingest([write(files, "s1.jsonl", transcript_bytes("s1", "zebrafish"))])
         replica = cast(PgTenant, t).replica
     inode = replica.path.stat().st_ino
@@ -111,24 +108,26 @@ async def test_a_copy_reopened_is_reused_and_puts_back_what_a_killed_write_left(
         conn.execute("UPDATE handoffs SET headline = 'never committed' WHERE session_id = 's1'")
         conn.execute("DELETE FROM sessions WHERE session_id = 's1'")
     conn.close()
-    async with opened(tmp_path / "a", pg_url) as a, a.lease("alice") as t:
+    async with tenant_store(tmp_path / "a", pg_url) as a, a.lease("alice") as t:
         view = await (await t.eywa()).show("s1")
         assert view.session is not None and view.handoff is not None
         assert view.handoff.headline != "never committed"
         assert cast(PgTenant, t).replica.path.stat().st_ino == inode  # caught up in place, not rebuilt
 
 
-async def test_text_postgresql_cannot_hold_makes_the_round_trip(tmp_path: Path, pg_url: str) -> None:
+async def test_text_postgresql_cannot_hold_makes_the_round_trip(
+    tmp_path: Path, stores: tuple[PgTenantStore, PgTenantStore]
+) -> None:
     turns = [("nul \u0000 here and zebrafish", "and \x01 a mark"), ("\x01starts with the mark", "zebrafish")]
     data = ("\n".join(claude_lines("s\u00001", turns)) + "\n").encode()
-    async with opened(tmp_path / "a", pg_url) as a, opened(tmp_path / "b", pg_url) as b:
-        async with a.lease("alice") as t:
-            await (await t.eywa()).ingest([write(tmp_path / "files", "n.jsonl", data)])
-            want = (await (await t.eywa()).show("s\u00001")).session
-        async with b.lease("alice") as t:
-            got = (await (await t.eywa()).show("s\u00001")).session
-        assert want is not None and got is not None
-        assert got.markdown == want.markdown and "\u0000" in got.markdown
+    a, b = stores
+    async with a.lease("alice") as t:
+        await (await t.eywa()).ingest([write(tmp_path / "files", "n.jsonl", data)])
+        want = (await (await t.eywa()).show("s\u00001")).session
+    async with b.lease("alice") as t:
+        got = (await (await t.eywa()).show("s\u00001")).session
+    assert want is not None and got is not None
+    assert got.markdown == want.markdown and "\u0000" in got.markdown
 
 
 def test_row_level_security_walls_tenants_apart_in_the_database(pg_url: str) -> None:
@@ -173,42 +172,44 @@ async def test_the_change_log_names_groups_not_rows(tmp_path: Path) -> None:
     conn.close()
 
 
-async def test_a_read_is_not_held_up_by_a_write_waiting_for_another_servers_write(tmp_path: Path, pg_url: str) -> None:
+async def test_a_read_is_not_held_up_by_a_write_waiting_for_another_servers_write(
+    tmp_path: Path, pg_url: str, stores: tuple[PgTenantStore, PgTenantStore]
+) -> None:
     files = tmp_path / "files"
     paths = [write(files, f"s{i}.jsonl", transcript_bytes(f"s{i}", "zebrafish")) for i in range(3)]
-    async with opened(tmp_path / "a", pg_url) as a, opened(tmp_path / "b", pg_url) as b:
-        async with a.lease("alice") as t:
-            await (await t.eywa()).ingest([paths[0]])
-        holding, release = asyncio.Event(), asyncio.Event()
+    a, b = stores
+    async with a.lease("alice") as t:
+        await (await t.eywa()).ingest([paths[0]])
+    holding, release = asyncio.Event(), asyncio.Event()
 
-        async def long_write_through_a() -> None:
-            async with a.lease("alice") as t, t.ingest_lock:
-                await (await t.eywa()).ingest([paths[1]])
-                holding.set()
-                await release.wait()
+    async def long_write_through_a() -> None:
+        async with a.lease("alice") as t, t.ingest_lock:
+            await (await t.eywa()).ingest([paths[1]])
+            holding.set()
+            await release.wait()
 
-        async def write_through_b() -> None:
-            async with b.lease("alice") as t:
-                await (await t.eywa()).ingest([paths[2]])
-
-        first = asyncio.create_task(long_write_through_a())
-        await holding.wait()
-        second = asyncio.create_task(write_through_b())  # waits in the database for A's write
-        with psycopg.connect(pg_url, autocommit=True) as conn:
-            for _ in range(3000):  # bounded (60 s): until B's write waits for the tenant's lock
-                row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'").fetchone()
-                if row and row[0]:
-                    break
-                await asyncio.sleep(0.02)
-            else:
-                raise AssertionError("B's write never waited for A's")
-        async with asyncio.timeout(10), b.lease("alice") as t:  # at once, not after A's write
-            hits = [h.session_id for h in await (await t.eywa()).search("zebrafish")]
-        assert hits == ["s0"]  # A's write is not committed: not seen
-        release.set()
-        await asyncio.gather(first, second)
+    async def write_through_b() -> None:
         async with b.lease("alice") as t:
-            assert sorted(h.session_id for h in await (await t.eywa()).search("zebrafish")) == ["s0", "s1", "s2"]
+            await (await t.eywa()).ingest([paths[2]])
+
+    first = asyncio.create_task(long_write_through_a())
+    await holding.wait()
+    second = asyncio.create_task(write_through_b())  # waits in the database for A's write
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for _ in range(3000):  # bounded (60 s): until B's write waits for the tenant's lock
+            row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'").fetchone()
+            if row and row[0]:
+                break
+            await asyncio.sleep(0.02)
+        else:
+            raise AssertionError("B's write never waited for A's")
+    async with asyncio.timeout(10), b.lease("alice") as t:  # at once, not after A's write
+        hits = [h.session_id for h in await (await t.eywa()).search("zebrafish")]
+    assert hits == ["s0"]  # A's write is not committed: not seen
+    release.set()
+    await asyncio.gather(first, second)
+    async with b.lease("alice") as t:
+        assert sorted(h.session_id for h in await (await t.eywa()).search("zebrafish")) == ["s0", "s1", "s2"]
 
 
 async def test_a_handoff_uploaded_to_one_server_is_listed_by_another(tmp_path: Path, pg_url: str) -> None:
@@ -221,7 +222,7 @@ async def test_a_handoff_uploaded_to_one_server_is_listed_by_another(tmp_path: P
         async with srv.client(key) as c:
             r = await c.post("/v1/handoffs", params={"name": "2026/03/02/h1.md"}, content=view.handoff.markdown)
             assert r.status_code == 200, r.text
-        async with opened(tmp_path / "other", pg_url) as other, other.lease("alice") as t:
+        async with tenant_store(tmp_path / "other", pg_url) as other, other.lease("alice") as t:
             rows = await (await t.eywa()).list_handoffs()
             assert [h.session_id for h in rows] == ["h1"]
             assert [sid for sid, _ in await ids_for(other, "alice", "zebrafish")] == ["h1"]

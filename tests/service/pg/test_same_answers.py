@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import random
 import shutil
-from collections.abc import AsyncIterator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from bench._synthetic import build, generate
 from bench.latency import query_mix
@@ -22,9 +22,9 @@ from memory.index.retrieval import retrieve
 from memory.storage.database import Database
 from service.pg.link import PgLink
 from service.pg.migrate import from_sqlite
-from service.pg.store import PgTenantStore, pg_store
-from service.settings import ServiceSettings
+from service.pg.store import PgTenantStore
 from tests.service.conftest import memory_settings
+from tests.service.pg.conftest import tenant_store
 
 TOPICS = (
     "pottery camping adoption painting guitar marathon violin sunflowers museum hiking beach parade concert"
@@ -94,16 +94,6 @@ def assert_same(
     assert sum(1 for _, a in embedded if a) > len(embedded) // 2  # most queries find something: a real test
 
 
-@asynccontextmanager
-async def store(home: Path, url: str) -> AsyncIterator[PgTenantStore]:
-    settings = ServiceSettings(home=home, database_url=url)
-    opened = cast(PgTenantStore, await pg_store(settings, memory_settings(home))())
-    try:
-        yield opened
-    finally:
-        await opened.close()
-
-
 async def pg_answers(s: PgTenantStore, tenant: str, queries: Sequence[str], as_of: datetime) -> list[Any]:
     async with s.lease(tenant) as t:
         return await answers(await t.eywa(), queries, as_of)
@@ -128,16 +118,16 @@ async def test_locomo_shaped_conversations_answer_the_same_through_postgresql(tm
         want = await answers(eywa, queries, as_of)
 
     async with AsyncExitStack() as stack:
-        early = await stack.enter_async_context(store(tmp_path / "early", pg_url))
+        early = await stack.enter_async_context(tenant_store(tmp_path / "early", pg_url))
         async with early.lease("alice") as t:
             await t.eywa()  # its copy exists (empty) before any write: it catches up read by read
-        writer = await stack.enter_async_context(store(tmp_path / "writer", pg_url))
+        writer = await stack.enter_async_context(tenant_store(tmp_path / "writer", pg_url))
         async with writer.lease("alice") as t:
             eywa = await t.eywa()
             for f in files:
                 await eywa.ingest([f], use_llm=False)
             await eywa.forget(forgotten)
-        late = await stack.enter_async_context(store(tmp_path / "late", pg_url))
+        late = await stack.enter_async_context(tenant_store(tmp_path / "late", pg_url))
         for s in (writer, early, late):
             assert_same(want, await pg_answers(s, "alice", queries, as_of))
 
@@ -167,7 +157,7 @@ async def test_the_synthetic_corpus_answers_the_same_after_migrating_in(tmp_path
         assert report.equal and report.rows["handoffs"][1] == 3000
     finally:
         await link.close()
-    async with store(tmp_path / "a", pg_url) as a, store(tmp_path / "b", pg_url) as b:
+    async with tenant_store(tmp_path / "a", pg_url) as a, tenant_store(tmp_path / "b", pg_url) as b:
         async with b.lease("alice") as t:
             await t.eywa()  # built from the database before the forgets
         async with a.lease("alice") as t:

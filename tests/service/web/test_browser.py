@@ -12,28 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 from service.web.initdata import sign_init_data
+from tests.service.web.browser_rig import assert_inert, owner_pages
 from tests.service.web.conftest import BOT_TOKEN, OWNER_ID, seed_memory
 
-CHROMEDRIVER = "/usr/bin/chromedriver"
 WIDTHS = {"phone": (390, 844), "desktop": (1280, 900)}
-MACUPOS = Path(sys.executable).parent / "macupos"
 
 
 class Pages:
@@ -51,18 +44,7 @@ class Pages:
         WebDriverWait(self.driver, timeout).until(check)  # type: ignore[arg-type]
 
     def inert(self) -> None:
-        """Nothing hostile ran: no marker, no dialog, no CSP violation in the console, no sideways scroll."""
-        d = self.driver
-        assert d.execute_script("return window.__pwned === undefined")
-        try:
-            alert = d.switch_to.alert
-        except NoAlertPresentException:
-            alert = None
-        assert alert is None, f"a dialog opened: {alert.text if alert else ''}"
-        logs = [e["message"] for e in d.get_log("browser")]
-        assert not [m for m in logs if "Content Security Policy" in m or "Refused to" in m], logs
-        overflow = d.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
-        assert overflow <= 1, f"the page scrolls sideways by {overflow}px at {d.get_window_size()}"
+        assert_inert(self.driver)
 
     def shot(self, name: str) -> None:
         self.driver.save_screenshot(str(self.shots / f"{name}.png"))
@@ -71,75 +53,14 @@ class Pages:
         return str(self.driver.find_element(By.CSS_SELECTOR, css).text)
 
 
-def _start_server(home: Path) -> tuple[subprocess.Popen[str], str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MACUPOS_", "TELEGRAM_", "CLAUDE_", "CODEX_"))}
-    env |= {
-        "MACUPOS_HOME": str(home),
-        "MACUPOS_MEMORY_LLM": "0",
-        "CLAUDE_CONFIG_DIR": str(home / "claude"),
-        "CODEX_HOME": str(home / "codex"),
-        "TELEGRAM_BOT_TOKEN": BOT_TOKEN,
-        "MACUPOS_ALLOWED_USERS": str(OWNER_ID),
-    }
-    proc = subprocess.Popen(
-        [str(MACUPOS), "serve", "--local", "--port", "0"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    url = link = ""
-    deadline = time.monotonic() + 60
-    while not link and time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        if "listening on " in line:
-            url = line.split("listening on ", 1)[1].strip()
-        if "/login?token=" in line:
-            link = line.split("open ", 1)[1].strip()
-    if not link:
-        proc.kill()
-        raise RuntimeError("macupos serve --local did not print its login link")
-    return proc, url, link.split("token=", 1)[1]
-
-
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pages]:
     root = tmp_path_factory.mktemp("browser")
     home = root / "home"
     ids = asyncio.run(seed_memory(home))
-    proc, url, token = _start_server(home)
-    options = webdriver.ChromeOptions()
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-default-apps",
-        f"--user-data-dir={root / 'chromium-profile'}",
-    ):
-        options.add_argument(flag)
-    options.binary_location = "/usr/bin/chromium"
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
-    shots = root / "screenshots"
-    shots.mkdir()
-    try:
-        yield Pages(url, token, ids, shots, driver)
-    finally:
-        driver.quit()
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with owner_pages(root, home) as opened:
+        token = opened.link.split("token=", 1)[1]
+        yield Pages(opened.url, token, ids, opened.shots, opened.driver)
 
 
 def test_log_in_search_and_open_a_session_at_phone_and_desktop_widths(pages: Pages) -> None:
@@ -192,6 +113,8 @@ def test_forget_a_handoff_and_a_change_without_the_csrf_token_is_refused(pages: 
     pages.go("/review")
     card = d.find_element(By.CSS_SELECTOR, imported)
     card.find_element(By.CSS_SELECTOR, "button.forget").click()
+    pages.wait(lambda drv: drv.find_elements(By.ID, "confirm-forget"))  # Forget asks first
+    d.find_element(By.ID, "confirm-forget").click()
     pages.wait(lambda drv: "done=forgotten" in drv.current_url)
     assert "Forgotten" in pages.text("#done")
     assert not d.find_elements(By.CSS_SELECTOR, imported)
