@@ -32,6 +32,7 @@ import asyncio
 import hashlib
 import itertools
 import json
+import pickle
 import re
 import shutil
 import statistics
@@ -46,9 +47,10 @@ from typing import Any
 
 import numpy as np
 
+from bot.voice.doubt import Thresholds, find_flags
 from bot.voice.snap import choose, edit_distance
 from bot.voice.speak import Speaker, encode_ogg_opus
-from bot.voice.transcribe import CODING_TERMS, Transcriber, Transcript
+from bot.voice.transcribe import CODING_TERMS, Transcriber, Transcript, decode_samples
 
 DATA = Path(__file__).parent / "data" / "coding_speech.txt"
 NEAR_MISSES = Path(__file__).parent / "data" / "coding_speech_near_misses.txt"
@@ -63,6 +65,8 @@ KEYWORDS = [
 ]  # fmt: skip
 HOTWORDS = PROJECTS + KEYWORDS
 VOICES: dict[str, int | None] = {"piper": None, "espeak150": 150, "espeak210": 210}
+_MARKED = re.compile(r"\[([^\]]+)\]")
+NOISE_SEED = 34  # the noise mixed into "+snrN" voices is the same on every run: seeded by this and the clip
 _NUMBERS = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen"
@@ -109,9 +113,16 @@ class Setting:
 
 
 def load_sentences(path: Path = DATA) -> list[Sentence]:
+    """Either format (see ``--help``): "reference | decisive, words | spoken form", or the deciding words in
+    [brackets] in the sentence, then optionally " | spoken form"."""
     out: list[Sentence] = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip() or line.startswith("#"):
+            continue
+        if "[" in line.split("|", 1)[0]:
+            said, _, spoken = (p.strip() for p in line.partition("|"))
+            reference = " ".join(said.replace("[", "").replace("]", "").split())
+            out.append(Sentence(reference, tuple(_MARKED.findall(said)), spoken or reference))
             continue
         parts = [p.strip() for p in line.split("|")]
         reference = parts[0]
@@ -170,11 +181,14 @@ async def make_clips(sentences: list[Sentence], voices: list[str], cache: Path |
                 if cached is not None and cached.exists():
                     clips[voice].append(cached.read_bytes())
                     continue
-                wpm = VOICES[voice]
+                base, _, snr = voice.partition("+snr")
+                wpm = VOICES[base]
                 if wpm is None:
                     clip = (await speaker.synthesize(sentence.spoken)).ogg
                 else:
                     clip = _espeak(sentence.spoken, wpm, Path(tmp))
+                if snr:
+                    clip = with_noise(clip, float(snr), f"{NOISE_SEED}|{base}|{sentence.spoken}")
                 if cached is not None:
                     cached.parent.mkdir(parents=True, exist_ok=True)
                     cached.write_bytes(clip)
@@ -182,6 +196,19 @@ async def make_clips(sentences: list[Sentence], voices: list[str], cache: Path |
         finally:
             await speaker.aclose()
     return clips
+
+
+def with_noise(clip: bytes, snr_db: float, seed: str) -> bytes:
+    """The clip with white noise mixed in at ``snr_db`` (speech power over the loud half of the samples, so
+    the edge silence does not lower the bar), re-encoded like a voice note. Deterministic: seeded by ``seed``."""
+    rate = 48_000
+    samples = decode_samples(clip, rate=rate).astype(np.float64)
+    loud = np.sort(samples**2)[len(samples) // 2 :]
+    power = float(loud.mean()) if len(loud) else 0.0
+    rng = np.random.default_rng(int(hashlib.sha1(seed.encode()).hexdigest()[:12], 16))
+    noisy = samples + rng.normal(0.0, np.sqrt(power / 10 ** (snr_db / 10)), len(samples))
+    pcm = np.clip(noisy * 32767, -32768, 32767).astype(np.int16)
+    return encode_ogg_opus(pcm, rate)
 
 
 def _model_arg(model: str) -> str | None:
@@ -204,8 +231,46 @@ def _over(sentence: Sentence, changes: tuple[tuple[str, str], ...]) -> int:
     return sum(1 for _, word in changes if not set(normalize(word)) <= said)
 
 
+def doubt_grid() -> list[Thresholds]:
+    """The thresholds ``--doubt`` sweeps (the first is the bot's default): word probability, beam gap (-1: the
+    beams are not asked), snapping gap, and whether the word after a command verb counts as deciding."""
+    grid = [Thresholds()]
+    for p, beam, snap_gap, objects in itertools.product(
+        (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7), (-1.0, 0.05, 0.1, 0.2, 0.3), (0.0, 2.0, 4.0, 6.0), (True, False)
+    ):
+        grid.append(Thresholds(p, beam, snap_gap, objects))
+    return grid
+
+
+def doubt_figures(sentences: list[Sentence], heard: list[Transcript], thresholds: Thresholds) -> dict[str, Any]:
+    """Sentences whose deciding words are right, right or flagged (the note waits for the owner), and
+    flagged although right (a tap the owner did not need), as shares of all sentences."""
+    n = len(sentences)
+    right = caught = needless = 0
+    for s, t in zip(sentences, heard, strict=True):
+        flags = (
+            find_flags(t.text, t.evidence, HOTWORDS, t.snapped.considered if t.snapped else (), thresholds)
+            if t.evidence
+            else ()
+        )
+        ok = decisive_right(s, t.text)
+        right += ok
+        caught += ok or bool(flags)
+        needless += ok and bool(flags)
+    return {
+        "right": round(right / n, 4),
+        "right_or_flagged": round(caught / n, 4),
+        "flagged_right": round(needless / n, 4),
+    }
+
+
 async def measure(
-    setting: Setting, transcriber: Transcriber, sentences: list[Sentence], clips: list[bytes], margins: list[float]
+    setting: Setting,
+    transcriber: Transcriber,
+    sentences: list[Sentence],
+    clips: list[bytes],
+    margins: list[float],
+    doubt: bool = False,
 ) -> dict[str, Any]:
     transcriber.beam_size = setting.beam
     transcriber.temperature = 0.0 if setting.temperature == "0" else None
@@ -220,6 +285,26 @@ async def measure(
         seconds.append(time.perf_counter() - start)
     raw = [t.heard for t in heard]
     result: dict[str, Any] = {**_score(sentences, raw), "p50_s": round(statistics.median(seconds), 3)}
+    result["p90_s"] = round(sorted(seconds)[int(0.9 * (len(seconds) - 1))], 3)
+    result["_heard"] = heard  # for --dump: flags can be weighed again without transcribing again
+    if doubt:
+        grid = doubt_grid()
+        result["doubt"] = doubt_figures(sentences, heard, grid[0])
+        result["doubt_grid"] = [
+            [th.probability, th.beam_gap, th.snap_gap, th.objects, *doubt_figures(sentences, heard, th).values()]
+            for th in grid[1:]
+        ]
+        result["flags"] = [
+            {
+                "said": s.reference,
+                "text": t.text,
+                "right": decisive_right(s, t.text),
+                "flags": [f"{f.heard} → {'/'.join(f.alternatives)} ({f.reason})" for f in t.flags],
+                "words": [f"{w}:{p:.2f}" for w, p in t.evidence.words] if t.evidence else [],
+                "beams": [f"{h} ({g:.2f})" for h, g in t.evidence.hypotheses] if t.evidence else [],
+            }
+            for s, t in zip(sentences, heard, strict=True)
+        ]
     result["errors"] = [
         {"said": s.reference, "heard": text, "decisive": "ok" if decisive_right(s, text) else "MISSED"}
         for s, text in zip(sentences, raw, strict=True)
@@ -250,14 +335,19 @@ async def measure(
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    sets = {"coding": load_sentences()[: args.limit or None]}
+    files = args.sentences or [DATA]
+    sets = {(f.stem.removeprefix("coding_speech_") or "coding"): load_sentences(f)[: args.limit or None] for f in files}
+    sets = {("coding" if k == "coding_speech" else k): v for k, v in sets.items()}
     if args.near_misses:
         sets["near_misses"] = load_sentences(NEAR_MISSES)[: args.limit or None]
     voices = args.voices.split(",")
+    if args.noise:
+        voices += [f"{v}+snr{args.noise:g}" for v in voices]
     clips = {name: await make_clips(sentences, voices, args.cache) for name, sentences in sets.items()}
     margins = [float(m) for m in args.snap.split(",") if m.strip()]
     results: dict[str, Any] = {"sentences": {k: len(v) for k, v in sets.items()}, "hotwords": HOTWORDS}
     results["settings"] = []
+    transcripts: dict[tuple[str, str, str], Any] = {}
     for model in args.models.split(","):
         language = args.language or None
         async with Transcriber(
@@ -275,13 +365,21 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 for name, sentences in sets.items():
                     row[name] = {}
                     for voice in voices:
-                        row[name][voice] = m = await measure(setting, t, sentences, clips[name][voice], margins)
+                        row[name][voice] = m = await measure(
+                            setting, t, sentences, clips[name][voice], margins, args.doubt
+                        )
+                        if args.dump:
+                            transcripts[(setting.name, name, voice)] = (sentences, m.pop("_heard"))
+                        m.pop("_heard", None)
                         if not args.errors:
                             m.pop("errors")
+                            m.pop("flags", None)
                             m.pop("gaps", None)
                             for snapped in m.get("snap", {}).values():
                                 snapped.pop("changes")
                 results["settings"].append(row)
+                if args.dump:
+                    args.dump.write_bytes(pickle.dumps(transcripts))
                 print(_line(row, voices), file=sys.stderr, flush=True)
                 if args.errors:
                     for name in sets:
@@ -300,6 +398,12 @@ def _line(row: dict[str, Any], voices: list[str]) -> str:
         for v in voices:
             m = row[name][v]
             cells = [f"{name} {v}: WER {m['wer']:.1%} decisive {m['decisive']:.1%} p50 {m['p50_s']:.2f}s"]
+            if "doubt" in m:
+                d = m["doubt"]
+                cells.append(
+                    f"right {d['right']:.1%} right-or-flagged {d['right_or_flagged']:.1%} "
+                    f"flagged-although-right {d['flagged_right']:.1%}"
+                )
             for margin, sn in m.get("snap", {}).items():
                 cells.append(
                     f"snap {margin}: WER {sn['wer']:.1%} decisive {sn['decisive']:.1%} "
@@ -310,7 +414,17 @@ def _line(row: dict[str, Any], voices: list[str]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(
+        description="Word error rate, deciding words and flags of spoken coding instructions (see the module doc).",
+        epilog="SENTENCES files: one instruction a line, '#' starts a comment. Either the deciding words in "
+        "square brackets within the sentence ('[stash] my changes and [push] the [branch]'), or the columns "
+        "'reference | decisive words, comma-separated | spoken form'; in both an optional last '| spoken form' "
+        "is what the voices read instead (a file name as said: 'config dot pie'). A sentence counts as right "
+        "when every deciding word is in the transcript (after normalisation).",
+    )
+    parser.add_argument(
+        "sentences", nargs="*", type=Path, help=f"sentence files (default: {DATA.relative_to(DATA.parents[2])})"
+    )
     parser.add_argument("--models", default="tiny.en", help="comma-separated: tiny.en (bundled) or CTranslate2 paths")
     parser.add_argument("--priming", default=",".join(PRIMING), help="off, owner (hotwords), coding (and terms)")
     parser.add_argument("--beams", default="1,5")
@@ -320,10 +434,19 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="CTranslate2 threads (2: this machine's cores)")
     parser.add_argument("--snap", default="2,4,6,8", help="snapping margins (nats) to evaluate; '' for none")
     parser.add_argument("--near-misses", action="store_true", help="also score the near-miss sentences")
+    parser.add_argument(
+        "--noise", type=float, default=0, help="also each voice with seeded white noise at this SNR (dB)"
+    )
+    parser.add_argument(
+        "--doubt",
+        action="store_true",
+        help="report flags (bot.voice.doubt): right, right or flagged, flagged although right",
+    )
     parser.add_argument("--limit", type=int, default=0, help="only the first N sentences")
     parser.add_argument("--cache", type=Path, help="keep the generated clips here and reuse them (not committed)")
     parser.add_argument("--errors", action="store_true", help="keep each misheard sentence in the JSON")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--dump", type=Path, help="pickle the transcripts (with their evidence) here")
     args = parser.parse_args()
     if not shutil.which("espeak-ng") and any(v.startswith("espeak") for v in args.voices.split(",")):
         sys.exit("espeak-ng is needed for the espeak voices")

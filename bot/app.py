@@ -27,10 +27,12 @@ from bot.chat_controls import ChatControls
 from bot.commands import Commands, bot_commands
 from bot.dispatch import Dispatch
 from bot.intake import ALLOWED_UPDATES, Intake
+from bot.keys_command import KeyDesk
 from bot.progress import Sender
 from bot.project_memory import ProjectMemory
 from bot.restart import RESTART_ACTION, Restart
 from bot.review import Reviews
+from bot.roles import RoleBook
 from bot.rpa_runner import RpaRunner
 from bot.schedule_commands import ScheduleCommands
 from bot.schedules import Scheduler
@@ -39,6 +41,7 @@ from bot.session_list import SessionList
 from bot.sessions import SessionManager
 from bot.settings import BotSettings
 from bot.state import BotState
+from bot.team_commands import TeamCommands
 from bot.trigger_intake import TriggerIntake
 from bot.trigger_server import TriggerServer
 from bot.voice.answers import VoiceAnswers
@@ -104,6 +107,7 @@ class BotApp:
         self._sync_stop = asyncio.Event()
         self._sync_task: asyncio.Task[None] | None = None
         self._scheduler_task: asyncio.Task[None] | None = None
+        self._keys_task: asyncio.Task[None] | None = None
         self._trigger_server: TriggerServer | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------------
@@ -146,6 +150,8 @@ class BotApp:
             owns_transcriber=self._given_transcriber is None,
         )
         self.services = services
+        services.roles = RoleBook(s, state)  # before the intake: its gate admits a team room's people
+        await services.roles.load()
         # Spoken answers when the speech extra is installed; the voice itself loads on the first note.
         speaker = self._given_speaker or (Speaker() if speech_available() else None)
         self.spoken = SpokenReplies(services, speaker, owns_speaker=self._given_speaker is None)
@@ -179,6 +185,8 @@ class BotApp:
             self.branch_desk,
             self.schedule_commands,
         )
+        self.keys = self.dispatch.keys = KeyDesk(services)
+        self.dispatch.team = TeamCommands(services, services.roles)
         self.intake = Intake(services, self.dispatch.route, route_album=self.dispatch.route_album)
         self.restart = self.dispatch.restart = Restart(services, self.intake, self.sessions)
         await ProjectMemory(services).sync()  # memory and the hooks learn which projects are private
@@ -226,10 +234,11 @@ class BotApp:
         server, self._trigger_server = self._trigger_server, None
         if server is not None:
             await server.stop()
-        task, self._scheduler_task = self._scheduler_task, None
-        if task is not None:
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(task, timeout=10)
+        for task in (self._scheduler_task, self._keys_task):
+            if task is not None:
+                with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                    await asyncio.wait_for(task, timeout=10)
+        self._scheduler_task = self._keys_task = None
 
     async def post_shutdown(self, application: Application[Any, Any, Any, Any, Any, Any]) -> None:
         s = self.services
@@ -272,6 +281,7 @@ class BotApp:
         await self.restart.recover()
         # After recover: fires queued before a crash run there once; fires missed while down run here once.
         self._scheduler_task = asyncio.create_task(self.scheduler.run(self._sync_stop), name="scheduler")
+        self._keys_task = asyncio.create_task(self.keys.run(self._sync_stop), name="timed-deletions")
         await self._start_triggers()
         if self.settings.webhook_url is not None:
             app.add_handler(TypeHandler(Update, self._on_webhook_update), group=-1)

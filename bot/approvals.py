@@ -20,6 +20,7 @@ from telegram.error import TelegramError
 from bot.lanes import LANE, branch_label
 from bot.progress import escape
 from bot.records import Callback
+from bot.roles import DECIDER
 from bot.services import Services
 from relay.approvals import ApprovalDecision, ApprovalHandler, ApprovalRequest
 
@@ -62,6 +63,7 @@ class WaitingApproval:
     tokens: dict[str, str]
     future: asyncio.Future[str]
     message_id: int | None = None
+    decided_by: str = ""  # who pressed (bot.roles.DECIDER): a team room's card says so
 
 
 class Approvals:
@@ -141,6 +143,8 @@ class Approvals:
                 "session": "✅ allowed for this session",
                 "timeout": "⌛ denied (no answer in time)",
             }[decision]
+            if waiting.decided_by and decision != "timeout" and chat_id < 0:  # a team room: say who decided
+                verdict += f" by {escape(waiting.decided_by)}"
             try:
                 await s.sender.edit(chat_id, message_id, f"{text}\n{verdict}")
             except TelegramError as exc:
@@ -154,6 +158,7 @@ class Approvals:
         waiting = self._waiting.get(group)
         if waiting is None or waiting.future.done():
             return "That request is no longer waiting."
+        waiting.decided_by = DECIDER.get()
         waiting.future.set_result(choice)
         return {"allow": "Allowed", "deny": "Denied", "session": "Allowed for this session"}.get(choice, "OK")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol
 
 from bot.settings import BotSettings
@@ -126,8 +126,16 @@ class Gatekeeper:
     harmless, and a flood of strangers costs no database writes.
     """
 
-    def __init__(self, allowed_users: frozenset[int], *, window_s: float = 3600.0, max_tracked: int = 10_000) -> None:
+    def __init__(
+        self,
+        allowed_users: frozenset[int],
+        *,
+        window_s: float = 3600.0,
+        max_tracked: int = 10_000,
+        admit: Callable[[int | None, int | None], bool] | None = None,
+    ) -> None:
         self._allowed = allowed_users
+        self._admit = admit  # (user, chat) → True: a team room's member (bot.roles.RoleBook.admits)
         self._window_s = window_s
         self._max_tracked = max_tracked
         self._refused_at: OrderedDict[int, float] = OrderedDict()
@@ -138,6 +146,8 @@ class Gatekeeper:
 
     def verdict(self, origin: UpdateOrigin, now: float) -> Verdict:
         if origin.user_id is not None and origin.user_id in self._allowed:
+            return Verdict.ALLOW
+        if self._admit is not None and self._admit(origin.user_id, origin.chat_id):
             return Verdict.ALLOW
         if origin.kind not in REFUSABLE_KINDS:
             return Verdict.IGNORE

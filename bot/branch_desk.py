@@ -22,6 +22,7 @@ from telegram.error import TelegramError
 from bot.lane_router import git_call
 from bot.lanes import LaneTag, in_lane
 from bot.records import Branch, Callback
+from bot.roles import DECIDER
 from bot.sender import Button, send_cards
 from bot.services import Services
 from bot.sessions import ChatSession, SessionManager, Task
@@ -230,6 +231,8 @@ class BranchDesk:
             return "Conflict."
         how = {"fast-forward": "fast-forward", "merge-commit": "merge commit", "up-to-date": "already merged"}
         text = f"✅ {b.branch} merged into {b.base} ({how[result.outcome]}, {len(result.files)} file(s))."
+        if chat_id < 0 and (by := DECIDER.get()):  # a team room: say who decided
+            text += f" Merged by {by}."
         remote = await git_call(self.services, remote_of, repo, b.base)
         if remote is None or result.outcome == "up-to-date":
             await self._say(chat_id, text)
@@ -253,7 +256,8 @@ class BranchDesk:
         if b.thread_id is not None:
             with contextlib.suppress(TelegramError):
                 await s.sender.bot.close_forum_topic(b.chat_id, b.thread_id)
-        await self._say(b.chat_id, f"🗑 {b.branch} discarded: worktree removed, branch deleted.")
+        by = f" Discarded by {DECIDER.get()}." if DECIDER.get() and b.chat_id < 0 else ""
+        await self._say(b.chat_id, f"🗑 {b.branch} discarded: worktree removed, branch deleted.{by}")
         return "Discarded."
 
     async def _after_run(self, c: ChatSession, task: Task, status: str, cost: float) -> None:

@@ -32,7 +32,8 @@ class Task:
 
     @classmethod
     def of(cls, q: QueuedInstruction, user_id: int) -> Task:
-        return cls(q.text, user_id, q.source, q.id, q.images, q.profile, q.budget_usd, q.origin, q.project)
+        sender = q.user_id if q.user_id is not None else user_id  # rows queued before who sent them was kept
+        return cls(q.text, sender, q.source, q.id, q.images, q.profile, q.budget_usd, q.origin, q.project)
 
 
 @dataclass(slots=True)

@@ -54,6 +54,10 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("at", "Run later, unattended: /at 18:30 | 30m | tomorrow 9:00 [@BRANCH] [profile=P] TEXT"),
     ("every", "Run on a schedule: /every weekday 09:00 | 2h | CRON [@BRANCH] [profile=P] [budget=USD] TEXT"),
     ("schedules", "Schedules: next run, last result; pause, run now, delete"),
+    ("roles", "Who holds which role in a team room"),
+    ("role", "The owner's: /role @user approver | member | viewer | none"),
+    ("key", "The owner's: a memory-service API key, shown once: /key [read|write]"),
+    ("keys", "The owner's: the memory service's keys, with Revoke buttons"),
     ("help", "What this bot does"),
 )
 
@@ -216,7 +220,8 @@ class Commands:
     async def cost(self) -> str:
         """Sessions' spend (Claude, Codex) and memory's own (handoff extraction) apart, then the top sessions."""
         s = self.services
-        caps = await cost_lines(self.sessions.spend)  # today's spend against each cap, per project and schedule
+        name = s.roles.name if s.roles is not None else None
+        caps = await cost_lines(self.sessions.spend, name)  # today's spend against each cap, per project and schedule
         if s.ledger is None or not await s.ledger.available():
             return "\n".join([*caps, "No cost ledger yet."])
         engines = await s.ledger.totals("engine")

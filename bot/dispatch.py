@@ -14,12 +14,16 @@ from bot.attachments import Attachments
 from bot.auth import forward_origin_name, quote_forwarded
 from bot.branch_desk import BRANCH_ACTION, BranchDesk
 from bot.commands import Commands
+from bot.keys_command import KEYS_ACTION, KeyDesk
+from bot.records import Callback
 from bot.restart import RESTART_ACTION, Restart
 from bot.review import REVIEW_ACTION, Reviews
+from bot.roles import DECIDER, ONLY_APPROVERS, ONLY_OWNER, VIEWER_COMMANDS, VIEWER_REFUSAL, Role
 from bot.schedule_commands import SCHEDULE_ACTION, ScheduleCommands
 from bot.services import Services
 from bot.session_list import SESSIONS_ACTION, SessionList
 from bot.sessions import SessionManager
+from bot.team_commands import TeamCommands
 from bot.voice.flow import VOICE_ACTION, VoiceFlow
 
 __all__ = ["EXPIRED", "Dispatch", "topic_of"]
@@ -34,6 +38,25 @@ _SERVICE_KEYS = (
     "general_forum_topic_hidden",
     "general_forum_topic_unhidden",
 )
+
+
+# The buttons that decide (approvers and the owner only): what a tool may do, what memory keeps, what a branch's
+# work becomes, whether a cut run resumes.
+_DECIDING_OPS = {
+    REVIEW_ACTION: frozenset({"keep", "forget", "correct"}),
+    BRANCH_ACTION: frozenset(
+        {"merge", "resolve", "push", "push-confirmed", "discard", "discard-confirmed", "discard-for-good"}
+    ),
+}
+_OWNER_COMMANDS = frozenset({"role", "key", "keys"})
+
+
+def decides(callback: Callback) -> bool:
+    """Whether pressing the button is a decision only approvers and the owner may make."""
+    if callback.action in (APPROVE_ACTION, RESTART_ACTION, KEYS_ACTION):
+        return True
+    ops = _DECIDING_OPS.get(callback.action)
+    return ops is not None and str(callback.payload.get("op", "")) in ops
 
 
 def topic_of(message: Message) -> int | None:
@@ -54,6 +77,8 @@ class Dispatch:
     branch_desk: BranchDesk
     schedule_commands: ScheduleCommands
     restart: Restart | None = None  # set once made: Restart needs the intake, which needs this
+    team: TeamCommands | None = None  # /role, /roles (bot.roles)
+    keys: KeyDesk | None = None  # /key, /keys (bot.keys_command)
 
     async def route(self, update: Update) -> None:
         if update.callback_query is not None:
@@ -74,12 +99,26 @@ class Dispatch:
     async def _reply(self, chat_id: int, text: str, *, reply_to: int | None = None) -> None:
         await self.services.sender.send(chat_id, text, html_text=False, reply_to=reply_to)
 
+    def _role(self, user_id: int) -> Role | None:
+        """The sender's role; "owner" when roles are not in use (the bot's parts built without a RoleBook)."""
+        roles = self.services.roles
+        return "owner" if roles is None else roles.role_of(user_id)
+
     async def _on_message(self, message: Message) -> None:
         s = self.services
         chat_id = message.chat_id
         user_id = message.from_user.id if message.from_user else 0
+        role = self._role(user_id)
+        if role is None:
+            return  # a role taken away with /role … none: as a stranger, nothing
         data = message.to_dict()
         forwarded = forward_origin_name(data)
+        text = quote_forwarded(data)
+        command = text.startswith("/") and forwarded is None and message.effective_attachment is None
+        if role == "viewer" and not (command and text[1:].split(" ", 1)[0].split("@", 1)[0].lower() in VIEWER_COMMANDS):
+            if not any(key in data for key in _SERVICE_KEYS):
+                await self._reply(chat_id, VIEWER_REFUSAL, reply_to=message.message_id)
+            return
         if message.voice is not None:
             await self.voice.handle(
                 chat_id, user_id, message.voice, forwarded_from=forwarded, thread_id=topic_of(message)
@@ -92,7 +131,6 @@ class Dispatch:
             return
         if any(key in data for key in _SERVICE_KEYS):
             return  # a topic made, renamed or closed by a person: nothing to run or answer
-        text = quote_forwarded(data)
         if not any(ch.isprintable() and not ch.isspace() for ch in text):  # empty, spaces, zero-width marks
             await self._reply(chat_id, "Send text or a voice note; other kinds are not supported yet.")
             return
@@ -101,7 +139,15 @@ class Dispatch:
             name, _, addressee = head[1:].partition("@")
             if addressee and addressee.lower() != (self.services.sender.bot.username or "").lower():
                 return  # "/help@other_bot" in a group is another bot's command
-            await self.commands.handle(name, args, chat_id, user_id)
+            name = name.lower()
+            if name in _OWNER_COMMANDS and role != "owner":
+                await self._reply(chat_id, ONLY_OWNER, reply_to=message.message_id)
+            elif name in ("role", "roles") and self.team is not None:
+                await self.team.command(name, args, message)
+            elif name in ("key", "keys") and self.keys is not None:
+                await self.keys.command(name, args, chat_id, user_id)
+            else:
+                await self.commands.handle(name, args, chat_id, user_id)
             return
         forwarded_text = forwarded is not None
         chat = await s.state.chat(chat_id)
@@ -111,7 +157,11 @@ class Dispatch:
             review = await s.state.review_for_message(chat_id, replied.message_id)
             target = review.session_id if review is not None else ""
         if target and not forwarded_text:
-            await s.sender.send(chat_id, await self.reviews.correct(chat_id, target, text), html_text=False)
+            if role not in ("owner", "approver"):  # a correction is a memory decision
+                await self._reply(chat_id, ONLY_APPROVERS, reply_to=message.message_id)
+                return
+            answer = await self.reviews.correct(chat_id, target, text, user_id)
+            await s.sender.send(chat_id, answer, html_text=False)
             return
         await self.voice.take_edit(chat_id)  # a text while a transcript waits replaces the transcript
         routed = await self.sessions.router.route(
@@ -135,6 +185,11 @@ class Dispatch:
         if not messages:
             return
         first = messages[0]
+        role = self._role(first.from_user.id if first.from_user else 0)
+        if role in (None, "viewer"):
+            if role == "viewer":
+                await self._reply(first.chat_id, VIEWER_REFUSAL, reply_to=first.message_id)
+            return
         await self.voice.take_edit(first.chat_id)
         await self.attachments.handle(first.chat_id, first.from_user.id if first.from_user else 0, messages)
 
@@ -152,9 +207,32 @@ class Dispatch:
         Returns the toast, or None when the button is not ``user_id``'s, or was spent or expired.
         """
         s = self.services
-        callback = await s.state.use_callback(token, user_id)
+        roles = s.roles
+        peeked = await s.state.peek_callback(token) if roles is not None else None
+        deciding = peeked is not None and decides(peeked)
+        if peeked is not None and deciding:
+            if roles is None or not roles.may_decide(user_id):
+                return ONLY_APPROVERS  # a member's tap: nothing spent, nothing changed
+            # In a team room (a group) any approver decides a card, whoever's instruction made it; in a private
+            # chat a button stays its own user's.
+            bound = peeked.user_id if peeked.chat_id < 0 else user_id
+            callback = await s.state.use_callback(token, bound)
+        else:
+            callback = await s.state.use_callback(token, user_id)
         if callback is None:
             return None
+        name = roles.name(user_id) if roles is not None else ""
+        marker = DECIDER.set(name)
+        try:
+            toast = await self._handle_press(callback, message_id)
+        finally:
+            DECIDER.reset(marker)
+        if deciding:
+            choice = str(callback.payload.get("choice") or callback.payload.get("op") or "")
+            await s.state.record_decision(callback.chat_id, message_id, callback.action, choice, user_id, name)
+        return toast
+
+    async def _handle_press(self, callback: Callback, message_id: int | None) -> str:
         op = str(callback.payload.get("op", ""))
         if callback.action == APPROVE_ACTION:
             toast = await self.approvals.on_callback(callback)
@@ -164,7 +242,11 @@ class Dispatch:
             toast = await self.session_list.on_callback(callback)
         elif callback.action == VOICE_ACTION:
             toast = await self.voice.on_callback(
-                callback.chat_id, callback.user_id, op, str(callback.payload.get("text", ""))
+                callback.chat_id,
+                callback.user_id,
+                op,
+                str(callback.payload.get("text", "")),
+                str(callback.payload.get("run", "")),  # a flagged note's alternative (bot.voice.flow)
             )
         elif callback.action == SCHEDULE_ACTION:
             toast = await self.schedule_commands.on_callback(callback)
@@ -172,6 +254,8 @@ class Dispatch:
             toast = await self.branch_desk.on_callback(callback)
         elif callback.action == RESTART_ACTION and self.restart is not None:
             toast = await self.restart.on_callback(callback, message_id)
+        elif callback.action == KEYS_ACTION and self.keys is not None:
+            toast = await self.keys.on_callback(callback, message_id)
         else:
             toast = "Unknown button."
         return toast

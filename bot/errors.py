@@ -14,6 +14,7 @@ names it)::
         ConfigError
         ScheduleSpecError  (bot.schedule_cron)
         SpendCapReached  (bot.spend_caps: also a RelayError, so the relay ends the stage it is raised in)
+        KeysError  (bot.keys_command: the memory service refused /key or /keys, or did not answer)
 """
 
 from __future__ import annotations

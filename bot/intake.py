@@ -31,6 +31,7 @@ from telegram.error import Forbidden, InvalidToken, NetworkError, TelegramError,
 from telegram.warnings import PTBUserWarning
 
 from bot.auth import REFUSAL_TEXT, Gatekeeper, UpdateOrigin, Verdict, describe_update_origin
+from bot.roles import sender_of
 from bot.services import Services
 
 __all__ = ["ALBUM_GAP_S", "ALBUM_MAX_PARTS", "ALBUM_MAX_S", "ALLOWED_UPDATES", "AlbumRoute", "Intake", "Route"]
@@ -108,7 +109,8 @@ class Intake:
         self.route = route
         self.route_album = route_album
         self._albums: dict[tuple[int, str], _Album] = {}
-        self.gate = Gatekeeper.from_settings(services.settings)
+        roles = services.roles
+        self.gate = Gatekeeper.from_settings(services.settings, admit=roles.admits if roles is not None else None)
         self._clock = clock
         self._tasks: set[asyncio.Task[None]] = set()
         self._chat_locks: dict[int, asyncio.Lock] = {}
@@ -127,6 +129,8 @@ class Intake:
             self.dropped += 1  # not something Telegram sends, and nothing bot.db could store
             logger.warning("dropped update %.40r: %s", update.update_id, why)
             return False
+        if self.services.roles is not None:  # before the gate: a role given to @name needs the sender's name
+            self.services.roles.observe(*sender_of(data))
         verdict = self.gate.verdict(origin, self._clock())
         if verdict is Verdict.REFUSE:
             self.refused += 1

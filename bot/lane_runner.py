@@ -86,7 +86,7 @@ class LaneRunner:
             return "failed", 0.0
         project = where.project
         c.detached = where.detached
-        refused = await self.spend.refusal(project.name)
+        refused = await self.spend.refusal(project.name, task.user_id)
         if refused is not None:
             with contextlib.suppress(TelegramError):
                 await s.sender.send(chat_id, refusal_text(refused, task.text, branch_label(c.branch)), html_text=False)
@@ -96,7 +96,13 @@ class LaneRunner:
         session_id = "" if task.source == "rpa" else where.resume
         try:
             run_id = await s.state.start_run(
-                chat_id, task.text, session_id, project.name, queue_id=task.queue_id, branch=c.branch
+                chat_id,
+                task.text,
+                session_id,
+                project.name,
+                queue_id=task.queue_id,
+                branch=c.branch,
+                user_id=task.user_id,
             )
             c.run_id = run_id
         except ChatBusyError:
@@ -104,7 +110,7 @@ class LaneRunner:
                 chat_id, "A run is still recorded as running in this chat; try /status.", html_text=False
             )
             return "failed", 0.0
-        meter = c.meter = self.spend.open(run_id, project.name, task.budget_usd, task.origin)
+        meter = c.meter = self.spend.open(run_id, project.name, task.budget_usd, task.origin, task.user_id)
         c.halting = None
         try:
             return await self._run_recorded(c, task, project, where.folder, where.resume, run_id)

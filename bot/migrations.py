@@ -235,4 +235,40 @@ MIGRATIONS: tuple[str, ...] = (
     ) WITHOUT ROWID;
     CREATE INDEX trigger_deliveries_at ON trigger_deliveries(received_at);
     """,
+    # 9: team rooms (bot.roles). Roles set by the owner's /role (a row of role 'none' takes away a role the
+    # configuration gives); who decided each approval and handoff review; bot messages to delete at a time
+    # (an API key shown once by /key), kept here so a restart still deletes them; and who sent each
+    # instruction, so /cost tells spend per person.
+    """
+    CREATE TABLE roles(
+        subject TEXT PRIMARY KEY,           -- a numeric Telegram user id, or '@username' in lower case
+        role TEXT NOT NULL CHECK(role IN ('approver', 'member', 'viewer', 'none')),
+        set_by INTEGER NOT NULL,
+        updated_at REAL NOT NULL
+    ) WITHOUT ROWID;
+
+    CREATE TABLE decisions(
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        chat_id INTEGER NOT NULL,
+        message_id INTEGER,                 -- the card the button was on
+        action TEXT NOT NULL,               -- approve | review | branch | restart | keys
+        choice TEXT NOT NULL,               -- allow, deny, session, keep, forget, merge, ...
+        user_id INTEGER NOT NULL,           -- who pressed (or answered by voice)
+        name TEXT NOT NULL,                 -- how the card names them (@alice)
+        decided_at REAL NOT NULL
+    );
+    CREATE INDEX decisions_chat ON decisions(chat_id, decided_at);
+
+    CREATE TABLE timed_deletions(
+        chat_id INTEGER NOT NULL,
+        message_id INTEGER NOT NULL,
+        due_at REAL NOT NULL,
+        PRIMARY KEY(chat_id, message_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX timed_deletions_due ON timed_deletions(due_at);
+
+    ALTER TABLE queue ADD COLUMN user_id INTEGER;    -- NULL: queued before this version (the lane's user)
+    ALTER TABLE runs ADD COLUMN user_id INTEGER;
+    CREATE INDEX runs_user ON runs(user_id, started_at);
+    """,
 )

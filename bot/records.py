@@ -67,6 +67,7 @@ class QueuedInstruction:
     budget_usd: float | None = None  # its spending cap (None: the default)
     origin: str = ""  # "", "schedule:<id>", "trigger:<delivery>"
     project: str = ""  # the project a main-lane instruction runs in ("" the chat's)
+    user_id: int | None = None  # who sent it (None: queued by a version that did not record it)
 
 
 @dataclass(frozen=True, slots=True)

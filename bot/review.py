@@ -14,6 +14,7 @@ from telegram.error import TelegramError
 from bot.lanes import LANE, branch_label
 from bot.progress import escape
 from bot.records import Callback, ReviewState
+from bot.roles import DECIDER
 from bot.services import Services
 from bot.telegram_split import split_message
 from memory import Handoff, HandoffFormatError, MemoryStoreError, SessionNotFoundError
@@ -98,14 +99,18 @@ class Reviews:
             return "Already forgotten."
         if op in ("keep", "forget"):
             # Keep sets memory's own flag too: the web pages' review queue no longer shows it.
-            act = memory_review.keep(s.eywa, session_id) if op == "keep" else s.eywa.forget(session_id)
+            # Memory records who decided too (the web pages show it): the presser, as the card names them.
+            who = self._who(callback.user_id)
+            keep, forget = memory_review.keep, memory_review.forget
+            act = keep(s.eywa, session_id, by=who) if op == "keep" else forget(s.eywa, session_id, by=who)
             state, mark, said = _DONE[op]
             try:
                 await act
             except MemoryStoreError as exc:
                 logger.info("%s %s: %s", op, session_id, exc)
             await s.state.set_review(session_id, state, review.correction)
-            await self._mark(chat_id, message_id, mark)
+            by = DECIDER.get() if chat_id < 0 else ""  # a team room's card says who decided
+            await self._mark(chat_id, message_id, f"{mark} Decided by {by}." if by else mark)
             return said
         if op == "correct":
             await s.state.set_pending_correction(chat_id, session_id)
@@ -115,6 +120,11 @@ class Reviews:
             await self._renew(callback, message_id)
             return "Waiting for your correction."
         return "Unknown action."
+
+    def _who(self, user_id: int) -> str:
+        """Who decided, as memory records it: the presser as cards name them ("@alice"), else the Telegram id."""
+        roles = self.services.roles
+        return DECIDER.get() or (roles.name(user_id) if roles is not None else f"telegram {user_id}")
 
     async def _markdown(self, session_id: str) -> str | None:
         """The stored handoff file of ``session_id``; None when memory has none (or cannot be read)."""
@@ -164,12 +174,13 @@ class Reviews:
         except TelegramError as exc:
             logger.debug("could not mark the review: %s", exc)
 
-    async def correct(self, chat_id: int, session_id: str, text: str) -> str:
-        """Store a correction with the handoff (memory.handoffs.review: the web pages' Correct does the same); returns
-        the reply for the chat."""
+    async def correct(self, chat_id: int, session_id: str, text: str, user_id: int = 0) -> str:
+        """Store a correction with the handoff (memory.handoffs.review: the web pages' Correct does the same), made
+        by ``user_id``; returns the reply for the chat."""
         s = self.services
+        by = self._who(user_id) if user_id else ""
         try:
-            note = await memory_review.correct(s.eywa, session_id, text, scratch=s.tmp_dir)
+            note = await memory_review.correct(s.eywa, session_id, text, scratch=s.tmp_dir, by=by)
         except SessionNotFoundError:
             return "That handoff is no longer in memory."
         except memory_review.ReviewError as exc:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.progress import DOCUMENT_THRESHOLD, Sender
+from bot.roles import RoleBook
 from bot.settings import BotSettings, Project
 from bot.state import BotState
 from bot.voice.transcribe import Transcriber
@@ -53,6 +54,7 @@ class Services:
     _transcriber_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     facts_fault: StorageError | None = None  # the facts store's last storage fault (its own connection)
     _faults_told: set[tuple[int, str]] = field(default_factory=set)  # (chat, fault kind) already told
+    roles: RoleBook | None = None  # team rooms (bot.roles); set by bot.app once the state is open
 
     async def get_transcriber(self) -> Transcriber:
         """The Whisper model, created on the first voice note (loading happens off the loop, in the transcriber)."""
@@ -60,7 +62,7 @@ class Services:
             if self.transcriber is None:
                 s = self.settings
                 self.transcriber = Transcriber(
-                    s.whisper_model or None, backend=s.whisper_backend, temp_dir=self.tmp_dir
+                    s.whisper_model or None, backend=s.whisper_backend, temp_dir=self.tmp_dir, language=s.voice_language
                 )
                 self.owns_transcriber = True
             return self.transcriber

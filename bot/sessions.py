@@ -112,7 +112,7 @@ class SessionManager:
         c = self.chat(chat_id, branch)
         async with c.lock:
             if c.busy:
-                await s.state.enqueue(chat_id, text, source, images, branch=branch)
+                await s.state.enqueue(chat_id, text, source, images, branch=branch, user_id=user_id)
                 waiting = len(await s.state.queued(chat_id, branch))
                 with in_lane(await self._tag(c)):
                     await s.sender.send(
@@ -129,7 +129,7 @@ class SessionManager:
             # Stored before the update counts as handled: killed before its run is recorded, the next start
             # finds it in the queue and runs it (bot.state.BotState.interrupted_runs).
             queue_id = c.queue_id = await s.state.enqueue(
-                chat_id, text, source, images, status="running", branch=branch
+                chat_id, text, source, images, status="running", branch=branch, user_id=user_id
             )
             task = Task(text, user_id, source, queue_id, tuple(images))
             c.worker = asyncio.create_task(self._drain(c, task), name=f"chat-{chat_id}-{branch}")

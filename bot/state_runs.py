@@ -19,7 +19,9 @@ from bot.state_base import StateBase, check_value
 
 __all__ = ["QueueFields", "RunsState", "insert_queued"]
 
-_QUEUE_COLS = "id, chat_id, text, source, status, created_at, attachments, branch, profile, budget_usd, origin, project"
+_QUEUE_COLS = (
+    "id, chat_id, text, source, status, created_at, attachments, branch, profile, budget_usd, origin, project, user_id"
+)
 _RUN_COLS = "id, chat_id, instruction, session_id, project, status, started_at, finished_at, branch, cost_usd"
 
 
@@ -30,7 +32,7 @@ def _run(row: Sequence[Any]) -> Run:
 def _queued(row: Sequence[Any]) -> QueuedInstruction:
     paths = json.loads(row[6] or "[]")
     images = tuple(str(p) for p in paths) if isinstance(paths, list) else ()
-    return QueuedInstruction(row[0], row[1], row[2], row[3], row[4], row[5], images, *row[7:12])
+    return QueuedInstruction(row[0], row[1], row[2], row[3], row[4], row[5], images, *row[7:13])
 
 
 class QueueFields(TypedDict, total=False):
@@ -42,6 +44,7 @@ class QueueFields(TypedDict, total=False):
     budget_usd: float | None
     origin: str
     project: str
+    user_id: int | None  # who sent it (per-user spend, bot.spend_caps)
 
 
 async def insert_queued(
@@ -57,7 +60,7 @@ async def insert_queued(
     trigger's delivery are recorded in the same transaction, so each is queued exactly once)."""
     cur = await conn.execute(
         "INSERT INTO queue(chat_id, text, source, created_at, updated_at, attachments, status, branch, profile,"
-        " budget_usd, origin, project) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " budget_usd, origin, project, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             chat_id,
             text,
@@ -71,6 +74,7 @@ async def insert_queued(
             fields.get("budget_usd"),
             fields.get("origin", ""),
             fields.get("project", ""),
+            fields.get("user_id"),
         ),
     )
     return int(cur.lastrowid or 0)
@@ -126,15 +130,16 @@ class RunsState(StateBase):
         *,
         queue_id: int | None = None,
         branch: str = "",
+        user_id: int | None = None,
     ) -> int:
         """Record a session run (``queue_id``: the queue row it runs); raises ChatBusyError if the lane already
         has one running."""
         try:
             async with self._db.write() as conn:
                 cur = await conn.execute(
-                    "INSERT INTO runs(chat_id, instruction, session_id, project, started_at, queue_id, branch)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (chat_id, instruction, session_id, project, self._clock(), queue_id, branch),
+                    "INSERT INTO runs(chat_id, instruction, session_id, project, started_at, queue_id, branch, user_id)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (chat_id, instruction, session_id, project, self._clock(), queue_id, branch, user_id),
                 )
                 return int(cur.lastrowid or 0)
         except sqlite3.IntegrityError as exc:

@@ -144,6 +144,7 @@ class SchedulesState(StateBase):
                 budget_usd=s.budget_usd,
                 origin=s.origin,
                 project="" if s.branch else s.project,
+                user_id=s.user_id,  # the schedule's maker: its spend is theirs
             )
             await conn.execute(
                 "INSERT INTO schedule_fires(schedule_id, fire_at, queue_id, missed, created_at) VALUES (?, ?, ?, ?, ?)",

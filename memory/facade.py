@@ -276,12 +276,12 @@ class Eywa:
         )
 
     @writes
-    async def forget(self, session_id: str) -> list[str]:
+    async def forget(self, session_id: str, *, by: str = "") -> list[str]:
         """Remove a session, its handoff, its subagents, their index entries and mirror files. It stays
-        forgotten: a later ingest or import of it leaves it out."""
+        forgotten (``by`` whom, when known): a later ingest or import of it leaves it out."""
         await self.show(session_id, transcript=False)  # SessionNotFoundError when there is nothing to forget
         async with self.db.write() as conn:
-            removed = await store.delete_session(conn, session_id)
+            removed = await store.delete_session(conn, session_id, by=by)
             for sid, _ in removed:
                 await index.unindex(conn, sid)
                 await index.unindex_content(conn, sid)

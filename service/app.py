@@ -28,6 +28,7 @@ from service.metrics import Metrics
 from service.observe import ObserveMiddleware
 from service.open_routes import healthz_route, metrics_route, openapi_route, register_route
 from service.ratelimit import RateLimiter
+from service.routes_keys import create_key_route, list_keys_route, revoke_key_route
 from service.routes_read import (
     facts_tier_route,
     get_route,
@@ -39,6 +40,13 @@ from service.routes_read import (
 from service.routes_write import forget_route, handoff_upload_route, script_route, transcript_upload_route
 from service.settings import ServiceSettings
 from service.tenants import TenantStore
+from service.webhooks import (
+    create_webhook_route,
+    delete_webhook_route,
+    list_webhooks_route,
+    open_webhooks,
+    webhook_deliveries_route,
+)
 
 __all__ = ["StoreFactory", "build_app", "embedded_store"]
 
@@ -89,12 +97,17 @@ def build_app(settings: ServiceSettings, open_store: StoreFactory) -> Starlette:
             ingests=IngestProcesses(limits.ingest_in_process_bytes),
         )
         app.state.service.ingests.start()
+        app.state.webhooks = open_webhooks(tenants.keys, settings.webhooks)  # None with --local
+        if app.state.webhooks is not None:
+            app.state.webhooks.start()
         metrics.gauge("macupos_tenants_open", "Tenants whose memory is open now.", lambda: float(tenants.open_count()))
         try:
             async with mcp.run():
                 yield
         finally:
             try:
+                if app.state.webhooks is not None:  # before the tenants: its log is in the key store's database
+                    await app.state.webhooks.close()
                 await app.state.service.ingests.close()
             finally:
                 await tenants.close()
@@ -114,7 +127,14 @@ def build_app(settings: ServiceSettings, open_store: StoreFactory) -> Starlette:
         Route("/v1/script", script_route, methods=["POST"]),
         Route("/v1/export", export_route, methods=["GET"]),
         Route("/v1/stats", stats_route, methods=["GET"]),
+        Route("/v1/webhooks", create_webhook_route, methods=["POST"]),
+        Route("/v1/webhooks", list_webhooks_route, methods=["GET"]),
+        Route("/v1/webhooks/{id}", delete_webhook_route, methods=["DELETE"]),
+        Route("/v1/webhooks/{id}/deliveries", webhook_deliveries_route, methods=["GET"]),
         Route("/v1/facts/tier", facts_tier_route, methods=["GET"]),
+        Route("/v1/keys", create_key_route, methods=["POST"]),
+        Route("/v1/keys", list_keys_route, methods=["GET"]),
+        Route("/v1/keys/{id}", revoke_key_route, methods=["DELETE"]),
         Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
     ]
     if settings.web.local:  # the owner's own memory: the pages alone (no keys, so no API and no MCP)
@@ -140,6 +160,7 @@ def build_app(settings: ServiceSettings, open_store: StoreFactory) -> Starlette:
                     "Content-Encoding",
                     "Mcp-Protocol-Version",
                 ],
+                expose_headers=["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After"],
                 max_age=600,
             )
         )

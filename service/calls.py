@@ -7,6 +7,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,19 +34,22 @@ from service.errors import (
 )
 from service.ingest_process import IngestProcesses
 from service.metrics import Metrics
-from service.ratelimit import RateLimiter
+from service.ratelimit import RateLimiter, RateState
 from service.settings import ServiceSettings
 from service.tenants import KeyRecord, Scope, Tenant, TenantStore
 
 __all__ = [
     "ERROR_KEY",
+    "RATE_NOTE",
     "ROUTE_KEY",
     "Call",
+    "RateNote",
     "Service",
     "authenticate",
     "brief",
     "endpoint",
     "error_response",
+    "key_endpoint",
     "presented_key",
     "service_of",
 ]
@@ -54,6 +58,25 @@ logger = logging.getLogger(__name__)
 
 ROUTE_KEY = "macupos.route"  # the route template, for metrics
 ERROR_KEY = "macupos.error"  # the error code answered, for metrics
+
+
+@dataclass(slots=True)
+class RateNote:
+    """Where :func:`authenticate` leaves the key's bucket for the `X-RateLimit-*` headers of the answer."""
+
+    state: RateState | None = None
+
+
+# Set to a fresh note per request by the observe middleware, which adds the headers to whatever answer goes out
+# (a route's, an error's, the MCP SDK's). A context variable, not an argument: authenticate is called with the
+# request's headers alone by every kind of route, and a task a route starts inherits the same note.
+RATE_NOTE: ContextVar[RateNote | None] = ContextVar("macupos_rate_note", default=None)
+
+
+def _note_rate(state: RateState) -> None:
+    note = RATE_NOTE.get()
+    if note is not None:
+        note.state = state
 
 
 @dataclass(slots=True)
@@ -112,11 +135,17 @@ async def authenticate(svc: Service, headers: Any, needed: Scope) -> KeyRecord:
     key = await svc.tenants.keys.verify(presented)
     if key is None:
         raise Unauthorized("the API key is not valid (unknown or revoked)", headers=challenge)
+    limiter = svc.key_limiter
     if not key.allows(needed):
+        if limiter.enabled:  # refused before its rate counts: the bucket as it is, nothing spent
+            _note_rate(limiter.peek(key.key_id))
         raise Forbidden(f"this key's scope is {key.scope!r}; this needs {needed!r}")
-    wait = svc.key_limiter.take(key.key_id)
-    if wait > 0:
-        raise RateLimited("too many requests for this key", headers={"Retry-After": RateLimiter.retry_after(wait)})
+    if limiter.enabled:  # a server without a limit has no numbers to tell
+        state = limiter.acquire(key.key_id)
+        _note_rate(state)
+        if state.wait > 0:
+            retry = RateLimiter.retry_after(state.wait)
+            raise RateLimited("too many requests for this key", headers={"Retry-After": retry})
     return key
 
 
@@ -135,7 +164,32 @@ def memory_error(exc: MemoryStoreError) -> ServiceError:
 
 
 Handler = Callable[[Request, Call], Awaitable[Response]]
+KeyHandler = Callable[[Request, KeyRecord, Service], Awaitable[Response]]
 Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+async def _answered(request: Request, route: str, work: Callable[[], Awaitable[Response]]) -> Response:
+    """``work``'s response, or the JSON error it raised: never a traceback."""
+    try:
+        return await work()
+    except ServiceError as exc:
+        return error_response(request, exc)
+    except MemoryStoreError as exc:
+        return error_response(request, memory_error(exc))
+    except Exception:  # the top of a request: log it, answer without a traceback
+        logger.exception("%s %s failed", request.method, route)
+        return error_response(request, ServiceError("internal error; the server log says why"))
+
+
+async def _within(seconds: float, work: Awaitable[Response]) -> Response:
+    deadline = asyncio.timeout(seconds)
+    try:
+        async with deadline:
+            return await work
+    except TimeoutError:
+        if not deadline.expired():
+            raise  # some other wait gave up: an internal error, not the request's deadline
+        raise RequestTimeout("the request ran past its deadline") from None
 
 
 def endpoint(route: str, *, scope: Scope = "read", upload: bool = False) -> Callable[[Handler], Endpoint]:
@@ -147,23 +201,37 @@ def endpoint(route: str, *, scope: Scope = "read", upload: bool = False) -> Call
             request.scope[ROUTE_KEY] = route
             svc = service_of(request)
             limits = svc.settings.limits
-            try:
+
+            async def leased(key: KeyRecord) -> Response:
+                async with svc.tenants.lease(key.tenant) as tenant:
+                    return await handler(request, Call(key, tenant, svc))
+
+            async def work() -> Response:
                 key = await authenticate(svc, request.headers, scope)
-                deadline = asyncio.timeout(limits.upload_timeout_s if upload else limits.request_timeout_s)
-                try:
-                    async with deadline, svc.tenants.lease(key.tenant) as tenant:
-                        return await handler(request, Call(key, tenant, svc))
-                except TimeoutError:
-                    if not deadline.expired():
-                        raise  # some other wait gave up: an internal error, not the request's deadline
-                    raise RequestTimeout("the request ran past its deadline") from None
-            except ServiceError as exc:
-                return error_response(request, exc)
-            except MemoryStoreError as exc:
-                return error_response(request, memory_error(exc))
-            except Exception:  # the top of a request: log it, answer without a traceback
-                logger.exception("%s %s failed", request.method, route)
-                return error_response(request, ServiceError("internal error; the server log says why"))
+                return await _within(limits.upload_timeout_s if upload else limits.request_timeout_s, leased(key))
+
+            return await _answered(request, route, work)
+
+        return run
+
+    return wrap
+
+
+def key_endpoint(route: str, *, scope: Scope) -> Callable[[KeyHandler], Endpoint]:
+    """An authenticated route about the key's tenant that needs no memory of it (its keys, its webhooks):
+    key → scope → rate → handler, under the request deadline, with no lease (no tenant database opened)."""
+
+    def wrap(handler: KeyHandler) -> Endpoint:
+        @functools.wraps(handler)
+        async def run(request: Request) -> Response:
+            request.scope[ROUTE_KEY] = route
+            svc = service_of(request)
+
+            async def work() -> Response:
+                key = await authenticate(svc, request.headers, scope)
+                return await _within(svc.settings.limits.request_timeout_s, handler(request, key, svc))
+
+            return await _answered(request, route, work)
 
         return run
 

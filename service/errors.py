@@ -20,6 +20,7 @@ The tree, each with its status (a class defined in another module names it)::
             DatabaseUnavailable  503, Retry-After  (service.pg.link)
             ReplicaStale  503, Retry-After  (service.pg.replica)
         RequestTimeout  504
+        NotImplementedHere  501  (service.webhooks.routes: a key store without webhooks)
         WebError  (service.web.core)
         PoolBusy  (service.pg.pool: never reaches a client)
         SchemaMismatch  (service.pg.link: at start-up)

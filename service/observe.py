@@ -1,14 +1,16 @@
 """Every HTTP request measured (metrics) and logged: one access line naming the route template, the
-status and the time, never the raw path or query (they can hold a tenant's words or a secret)."""
+status and the time, never the raw path or query (they can hold a tenant's words or a secret). Here too
+an authenticated answer, whatever made it, gets its key's `X-RateLimit-*` headers (service.calls.RATE_NOTE)."""
 
 from __future__ import annotations
 
 import logging
 import time
 
+from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.calls import ERROR_KEY, ROUTE_KEY
+from service.calls import ERROR_KEY, RATE_NOTE, ROUTE_KEY, RateNote
 from service.metrics import Metrics
 
 __all__ = ["ObserveMiddleware"]
@@ -27,17 +29,25 @@ class ObserveMiddleware:
             return
         started = time.perf_counter()
         status = 500
+        note = RateNote()
 
         async def observed_send(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+                if note.state is not None:
+                    message.setdefault("headers", [])  # optional in ASGI; MutableHeaders needs the list
+                    headers = MutableHeaders(scope=message)
+                    for name, value in note.state.headers().items():
+                        headers.setdefault(name, value)
             await send(message)
 
         self.metrics.in_flight += 1
+        token = RATE_NOTE.set(note)
         try:
             await self.app(scope, receive, observed_send)
         finally:
+            RATE_NOTE.reset(token)
             self.metrics.in_flight -= 1
             elapsed = time.perf_counter() - started
             route = str(scope.get(ROUTE_KEY, "unmatched"))

@@ -24,6 +24,7 @@ from service.params import parse_instant, text_param
 from service.spool import name_parts, safe_part, spool_path
 from service.spool_redact import LineRedactor, redact_line
 from service.tenants import Tenant
+from service.webhooks import Webhooks, events, webhooks_of
 
 __all__ = ["forget_route", "forget_session", "handoff_upload_route", "script_route", "transcript_upload_route"]
 
@@ -142,6 +143,8 @@ async def transcript_upload_route(request: Request, call: Call) -> Response:
             await asyncio.to_thread(_remove_spooled, spool, [target.resolve()])
     if refused is not None:
         raise Unprocessable(refused)
+    hooks = webhooks_of(request.app)
+    await events.ingested(hooks, call.tenant.name, eywa, sessions, report.counted, report.handoffs_extracted)
     counted: dict[str, int] = {"new": 0, "updated": 0, "unchanged": 0}
     for sid in sessions:
         counted[report.counted[sid]] += 1
@@ -197,6 +200,8 @@ async def handoff_upload_route(request: Request, call: Call) -> Response:
         if "forgotten" in why:
             raise Conflict(f"session {handoff.session_id!r} was forgotten; it stays out")
         raise BadRequest(f"not imported: {why}")
+    if report.imported:
+        await events.handoff_uploaded(webhooks_of(request.app), call.tenant.name, eywa, handoff.session_id)
     return JSONResponse({"session_id": handoff.session_id, "imported": report.imported})
 
 
@@ -218,11 +223,14 @@ def _remove_spooled(spool: Path, files: list[Path]) -> None:
 async def forget_route(request: Request, call: Call) -> Response:
     """Forget a session and its subagents; later uploads and imports leave them out. Every spooled transcript
     that held them (under any name it was uploaded with) goes too once every session it held is forgotten."""
-    return JSONResponse({"forgotten": await forget_session(call.tenant, request.path_params["id"])})
+    hooks = webhooks_of(request.app)
+    forgotten = await forget_session(call.tenant, request.path_params["id"], hooks=hooks, by=f"key {call.key.key_id}")
+    return JSONResponse({"forgotten": forgotten})
 
 
-async def forget_session(tenant: Tenant, session_id: str) -> list[str]:
-    """What ``DELETE /v1/sessions/{id}`` and the web pages' Forget do: the ids forgotten."""
+async def forget_session(tenant: Tenant, session_id: str, *, hooks: Webhooks | None = None, by: str = "") -> list[str]:
+    """What ``DELETE /v1/sessions/{id}`` and the web pages' Forget do: the ids forgotten (told to the tenant's
+    ``session.forgotten`` webhooks, ``hooks``, once done), ``by`` whom (the page's login; '' for the API)."""
     eywa = await tenant.eywa()
     root = (tenant.spool_dir / "transcripts").resolve()
     async with tenant.ingest_lock:
@@ -233,7 +241,7 @@ async def forget_session(tenant: Tenant, session_id: str) -> list[str]:
             row = await eywa.session_row(sid)
             if row is not None and row.source_path:
                 paths.add(Path(row.source_path).resolve())
-        removed = await eywa.forget(session_id)
+        removed = await eywa.forget(session_id, by=by)
         # The session row names one file; the same session uploaded under another name is in another.
         paths |= await eywa.sources_holding({*ids, *removed}, under=root)
         gone: list[Path] = []
@@ -244,6 +252,7 @@ async def forget_session(tenant: Tenant, session_id: str) -> list[str]:
             if src is None or not await _live(eywa, list(src.session_ids)):
                 gone.append(p)
         await asyncio.to_thread(_remove_spooled, tenant.spool_dir, gone)
+    await events.forgotten(hooks, tenant.name, session_id, removed)
     return removed
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from service.web.settings import WebSettings
 
-__all__ = ["MB", "OWNER_ONLY_UMASK", "Limits", "ServiceSettings"]
+__all__ = ["MB", "OWNER_ONLY_UMASK", "Limits", "ServiceSettings", "WebhookSettings"]
 
 MB = 1024 * 1024
 # Every folder and file `macupos serve` makes (service.db and its keys, tenant homes, SQLite databases and
@@ -50,6 +50,23 @@ class Limits:
 
 
 @dataclass(frozen=True, slots=True)
+class WebhookSettings:
+    """Tenants' webhooks (service/webhooks): which addresses may be registered, and the retry schedule."""
+
+    # https only, but for plain http to this machine (127.0.0.1, ::1, localhost); True allows http anywhere
+    # (a receiver inside a private network, say): a delivery's body and signature would then cross in clear.
+    allow_http: bool = False
+    attempts: int = 12  # tries per delivery before it is marked failed
+    backoff_s: float = 1.0  # the wait after the first failed try, doubled after each next one …
+    backoff_max_s: float = 600.0  # … up to this: 12 tries span about 27 minutes
+    timeout_s: float = 10.0  # one try: connect, send, and the receiver's answer
+    poll_s: float = 2.0  # how often the deliverer looks for due retries (and, on PostgreSQL, other servers' events)
+    concurrency: int = 8  # tries in flight at once
+    per_tenant: int = 20  # webhooks a tenant may have
+    keep_days: float = 30.0  # delivered and failed entries of the delivery log older than this are pruned
+
+
+@dataclass(frozen=True, slots=True)
 class ServiceSettings:
     home: Path  # $MACUPOS_HOME: service.db and tenants/<tenant>/
     host: str = "127.0.0.1"
@@ -67,6 +84,7 @@ class ServiceSettings:
     database_pool: int = 16  # connections per process, at most
     database_timeout_s: float = 30.0  # each statement's bound
     web: WebSettings = field(default_factory=WebSettings)  # the pages (service/web), on by default
+    webhooks: WebhookSettings = field(default_factory=WebhookSettings)
 
     @property
     def db_path(self) -> Path:

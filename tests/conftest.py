@@ -42,6 +42,7 @@ _SLOW_PATHS = (
     "service/web/test_graph_browser.py",
     "service/web/test_review_browser.py",
     "service/web/test_session_browser.py",
+    "sdk/test_typescript_client.py",
 )
 
 

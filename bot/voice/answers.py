@@ -1,8 +1,10 @@
 """A voice note that answers a waiting prompt, exactly as tapping the prompt's button would.
 
 When the owner sends a voice note while one of their prompts waits in the chat (an approval, a transcript
-waiting for Run, a handoff review), the note is heard with the answers' own words primed and read by
-bot.voice.intent. An answer presses that prompt's button through the bot's one tap handler, so the same
+waiting for Run, a handoff review), the note is heard with the answers' own words primed, and the prompt's
+few answers are scored against its audio (bot.voice.prompt_scoring): a reply the transcript got wrong ("Hello."
+for "allow") is still heard by its sound, and a note that is none of the answers is read by
+bot.voice.intent as written. An answer presses that prompt's button through the bot's one tap handler, so the same
 checks hold (only the prompt's owner, once, before it expires) and the same things happen; the echo says how
 the note was taken ("🎙 «Allow.» → taken as: Allow"). An ambiguous note asks again and changes nothing;
 anything else goes on as a normal instruction.
@@ -22,7 +24,8 @@ from bot.approvals import Approvals
 from bot.progress import escape
 from bot.review import REVIEW_ACTION
 from bot.services import Services
-from bot.voice.intent import PromptKind, ask_again, interpret
+from bot.voice.intent import PromptKind, ask_again
+from bot.voice.prompt_scoring import decide, score_answer
 from bot.voice.transcribe import Transcript
 
 __all__ = ["CONFIRM_ACTION", "Press", "VoiceAnswers", "WaitingPrompt", "corrections"]
@@ -98,13 +101,25 @@ class VoiceAnswers:
                 out.setdefault(str(callback.payload.get("op", "")), callback.token)
         return out
 
-    async def take(self, chat_id: int, user_id: int, prompt: WaitingPrompt, transcript: Transcript) -> bool:
-        """Answer ``prompt`` with what the note said; False when it was no answer (a normal instruction then)."""
-        answer = interpret(transcript.text, prompt.kind)
+    async def take(
+        self, chat_id: int, user_id: int, prompt: WaitingPrompt, transcript: Transcript, audio: bytes | None = None
+    ) -> bool:
+        """Answer ``prompt`` with what the note said; False when it was no answer (a normal instruction then).
+
+        ``audio``: the note, to score the answers on; without it the transcript's words alone decide.
+        """
+        scored = None
+        if audio is not None:
+            transcriber = await self.services.get_transcriber()
+            scored = await score_answer(transcriber, audio, prompt.kind, transcript)
+        answer = decide(prompt.kind, transcript.text, scored)
         if answer.outcome == "not_an_answer":
             return False
         sender = self.services.sender
         quoted = f"«{escape(answer.heard)}»{corrections(transcript)}"
+        if answer.heard != " ".join(transcript.text.split()):
+            # Heard by its sound, not its words: the owner sees both, so a wrong pick would not go unnoticed.
+            quoted += f" <i>(by its sound; transcribed “{escape(transcript.text)}”)</i>"
         if answer.outcome == "ambiguous" or answer.button is None:
             await sender.send(chat_id, f"🎙 {quoted} → {escape(ask_again(prompt.kind) + _OR_TYPE)}")
             return True

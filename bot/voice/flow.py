@@ -4,6 +4,11 @@ The transcript is echoed ("🎙 …") before any work starts; with ``voice_confi
 (or sends a corrected text instead). Project names and recent memory keywords prime Whisper's spelling, and
 misheard command verbs and names are snapped back to them (bot.voice.snap; the echo says what was changed).
 While one of the owner's prompts waits, the note may answer it instead (bot.voice.answers).
+
+Flag, don't guess: when a deciding word was unsure (bot.voice.doubt), the echo marks it and offers the
+likely alternatives as buttons, and the instruction waits like a confirmation (the same stored transcript and
+buttons, so it survives a restart and runs once): a tap runs it with the word chosen, a spoken "yes" runs it
+as shown, a spoken alternative ("stash") runs it with that word. An instruction without flags runs at once.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from bot.progress import escape, ptb_seconds
 from bot.schedule_commands import ScheduleCommands
 from bot.services import Services
 from bot.sessions import SessionManager
-from bot.voice.answers import CONFIRM_ACTION, VoiceAnswers, corrections
+from bot.voice.answers import CONFIRM_ACTION, VoiceAnswers, WaitingPrompt, corrections
+from bot.voice.doubt import Flag, bare, substitute
 from bot.voice.intent import answer_hotwords
 from bot.voice.transcribe import Transcript
 from memory import MemoryStoreError
@@ -40,6 +46,8 @@ TRANSCRIBE_TIMEOUT_S = 300.0
 VOICE_ACTION = CONFIRM_ACTION
 _CONFIRM_TTL_S = 3600.0
 _WORDS = re.compile(r"[\w']+")
+_MAX_PICKS = 6  # alternative buttons on one echo: two rows of three
+_PICK_WORDS = 3  # a follow-up note naming an alternative is that word and little more ("stash, please")
 
 
 def strip_trigger(transcript: str, trigger: str) -> str | None:
@@ -56,8 +64,24 @@ def strip_trigger(transcript: str, trigger: str) -> str | None:
 
 
 def echo_text(transcript: Transcript, text: str) -> str:
-    """The echo (HTML): the text as it will run, and the words snapping corrected, so the owner sees them."""
-    return f"🎙 {escape(text)}{corrections(transcript)}"
+    """The echo (HTML): the text as it will run, and the words snapping corrected, so the owner sees them;
+    an unsure deciding word is underlined and marked "❓"."""
+    flagged = {f.index for f in transcript.flags}
+    words = text.split()
+    if not flagged or " ".join(transcript.text.split()) != text:
+        return f"🎙 {escape(text)}{corrections(transcript)}"
+    marked = " ".join(f"<u>{escape(w)}</u>❓" if i in flagged else escape(w) for i, w in enumerate(words))
+    return f"🎙 {marked}{corrections(transcript)}"
+
+
+def picks(text: str, flags: tuple[Flag, ...]) -> list[tuple[str, str, str]]:
+    """(button label, the word chosen, the text it runs) for each alternative of each flagged word."""
+    out: list[tuple[str, str, str]] = []
+    for f in flags:
+        for alt in f.alternatives:
+            label = f"{alt}" if len(flags) == 1 else f"{f.heard} → {alt}"
+            out.append((label, alt, substitute(text, f.index, alt)))
+    return out[:_MAX_PICKS]
 
 
 @dataclass(eq=False)  # a service object: equal only to itself, and hashable
@@ -125,6 +149,9 @@ class VoiceFlow:
             # While a prompt waits, its answers' words prime the model and are snapping targets too ("Console." for
             # a mumbled "cancel"); they stop being targets if the note turns out to be an instruction.
             answer_words = answer_hotwords(prompt.kind) if prompt is not None else []
+            # A flagged instruction waits: its alternatives are what the owner may say next ("stash").
+            offered = await self._offered(chat_id, user_id) if prompt is not None else {}
+            answer_words += list(offered)
             words = [*answer_words, *await self.hotwords()]
             try:
                 transcriber = await s.get_transcriber()
@@ -143,12 +170,17 @@ class VoiceFlow:
             return
         answers = self.answers
         if prompt is not None and answers is not None:
-            if await answers.take(chat_id, user_id, prompt, transcript):
+            if await self._take_pick(chat_id, user_id, prompt, transcript, offered):
+                return
+            if await answers.take(chat_id, user_id, prompt, transcript, data):  # data: answers are scored on it
                 return
             transcript = transcript.without(answer_words)
             text = " ".join(transcript.text.split())
         if forwarded_from is not None:
             text = quote_text(forwarded_from, text)
+        elif transcript.flags:
+            await self._ask_flagged(chat_id, user_id, text, transcript)
+            return
         if s.settings.voice_confirm:
             await self._ask_confirm(chat_id, user_id, text, transcript)
             return
@@ -189,16 +221,84 @@ class VoiceFlow:
             buttons=[[("▶️ Run", run), ("✖️ Cancel", drop)]],
         )
 
-    async def on_callback(self, chat_id: int, user_id: int, op: str, text: str) -> str:
+    async def _ask_flagged(self, chat_id: int, user_id: int, text: str, transcript: Transcript) -> None:
+        """Echo with the unsure words marked and their alternatives as buttons; the instruction waits."""
+        s = self.services
+        await s.state.set_pending_transcript(chat_id, text)
+        group = f"voice-{secrets.token_urlsafe(8)}"
+        rows: list[list[tuple[str, str]]] = [[]]
+        for label, word, run in picks(text, transcript.flags):
+            # "text" is the transcript the press answers (it must still be the pending one); "run" what runs.
+            token = await s.state.new_callback(
+                chat_id, user_id, VOICE_ACTION, {"op": "pick", "text": text, "run": run, "word": word},
+                _CONFIRM_TTL_S, group=group,
+            )  # fmt: skip
+            if len(rows[-1]) == 3:
+                rows.append([])
+            rows[-1].append((f"✏️ {label}", token))
+        # Saying the flagged word again is as good as "yes": "words" lets a follow-up note find this button.
+        heard = [f.heard for f in transcript.flags]
+        run = await s.state.new_callback(
+            chat_id, user_id, VOICE_ACTION, {"op": "run", "text": text, "words": heard}, _CONFIRM_TTL_S, group=group
+        )
+        drop = await s.state.new_callback(
+            chat_id, user_id, VOICE_ACTION, {"op": "cancel", "text": text}, _CONFIRM_TTL_S, group=group
+        )
+        rows = [r for r in rows if r] + [[("▶️ Run as heard", run), ("✖️ Cancel", drop)]]
+        unsure = ", ".join(f"“{escape(f.heard)}”" for f in transcript.flags)
+        await s.sender.send(
+            chat_id,
+            f"{echo_text(transcript, text)}\n\n<i>Not sure I heard {unsure}: tap what you said (or say it). "
+            "Run it as heard (or say “yes”), or send the corrected text; nothing runs until then.</i>",
+            buttons=rows,
+        )
+
+    async def _offered(self, chat_id: int, user_id: int) -> dict[str, str]:
+        """The alternatives of a waiting flagged instruction, by word (lower case) → their button's token."""
+        s = self.services
+        pending = (await s.state.chat(chat_id)).pending_transcript
+        if not pending:
+            return {}
+        out: dict[str, str] = {}
+        for callback in await s.state.open_callbacks(chat_id, user_id, VOICE_ACTION):
+            p = callback.payload
+            if p.get("text") != pending:
+                continue
+            if p.get("op") == "pick" and p.get("word"):
+                out.setdefault(str(p["word"]).lower(), callback.token)
+            elif p.get("op") == "run":
+                for word in p.get("words") or ():
+                    out.setdefault(str(word).lower(), callback.token)
+        return out
+
+    async def _take_pick(
+        self, chat_id: int, user_id: int, prompt: WaitingPrompt, transcript: Transcript, offered: dict[str, str]
+    ) -> bool:
+        """A short note naming one of the offered alternatives presses its button; False when it names none."""
+        words = [bare(w).lower() for w in transcript.text.split()]
+        said = f" {' '.join(words)} "
+        named = [w for w in offered if f" {w} " in said]
+        if prompt.kind != "confirmation" or self.answers is None or len(named) != 1 or len(words) > _PICK_WORDS:
+            return False
+        s = self.services
+        await s.sender.send(chat_id, f"🎙 «{escape(transcript.text)}» → taken as: <b>{escape(named[0])}</b>")
+        toast = await self.answers.press(offered[named[0]], user_id, prompt.message_id)
+        if not toast or not toast.startswith("Running"):
+            await s.sender.send(chat_id, f"🎙 {toast or 'That prompt is no longer waiting; nothing was changed.'}")
+        return True
+
+    async def on_callback(self, chat_id: int, user_id: int, op: str, text: str, run: str = "") -> str:
+        """A press of a waiting transcript's button: run it (as heard, or with the word picked), or cancel."""
         s = self.services
         chat = await s.state.chat(chat_id)
         if not chat.pending_transcript or chat.pending_transcript != text:
             return "That transcript was replaced or already handled."
         await s.state.set_pending_transcript(chat_id, "")
-        if op != "run":
+        if op not in ("run", "pick"):
             return "Cancelled."
-        await self.run_transcript(chat_id, user_id, text)
-        return "Running."
+        chosen = run if op == "pick" and run else text
+        await self.run_transcript(chat_id, user_id, chosen)
+        return "Running." if chosen == text else f"Running: {chosen}"
 
     async def take_edit(self, chat_id: int) -> bool:
         """A text message while a transcript waits replaces it: the pending one is dropped. True if one waited."""

@@ -33,6 +33,8 @@ __all__ = [
     "key_distance",
     "phonetic_key",
     "snap",
+    "sounds_like",
+    "verb_positions",
 ]
 
 # The commands a developer gives a coding agent by voice: git, test, build and release, refactoring, and the
@@ -225,7 +227,7 @@ def edit_distance(a: Sequence[str], b: Sequence[str]) -> int:
     return row[-1]
 
 
-def _sounds_like(heard: str, word: str) -> bool:
+def sounds_like(heard: str, word: str) -> bool:
     """Worth asking the model: at most one edit on the phonetic key (1.5 for long keys), and spelled alike
     (at most half the letters differ) unless the keys are the same, so "sash" offers "stash" but not "push"."""
     h, w = heard.lower(), word.lower()
@@ -239,7 +241,7 @@ def _sounds_like(heard: str, word: str) -> bool:
     return distance == 0 or edit_distance(h, w) <= max(len(h), len(w)) / 2
 
 
-def _verb_positions(words: Sequence[str]) -> list[int]:
+def verb_positions(words: Sequence[str]) -> list[int]:
     """Indexes of the words that open a command: the first, and the first after a clause ends or "and"/"then"."""
     positions: list[int] = []
     start = True
@@ -264,7 +266,7 @@ def candidates(transcript: str, names: Sequence[str] = (), verbs: Sequence[str] 
     single_names = [n for n in dict.fromkeys(names) if re.fullmatch(r"[A-Za-z][A-Za-z']+", n)]
     known = {w.lower() for w in (*verbs, *single_names)}
     out: list[Candidate] = []
-    verb_at = set(_verb_positions(words))
+    verb_at = set(verb_positions(words))
     for i, token in enumerate(words):
         m = _EDGE.match(token)
         if m is None or len(m.group(2)) < _MIN_LETTERS:
@@ -275,8 +277,8 @@ def candidates(transcript: str, names: Sequence[str] = (), verbs: Sequence[str] 
         if heard.lower() in known:
             continue
         if i in verb_at:
-            out += [Candidate(i, heard, v, "verb") for v in verbs if _sounds_like(heard, v)]
-        out += [Candidate(i, heard, n, "name") for n in single_names if _sounds_like(heard, n)]
+            out += [Candidate(i, heard, v, "verb") for v in verbs if sounds_like(heard, v)]
+        out += [Candidate(i, heard, n, "name") for n in single_names if sounds_like(heard, n)]
     return out
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from bot.errors import VoiceError, VoiceModelError
 from bot.model_thread import ModelOwner, ModelThread
+from bot.voice.doubt import DEFAULT_THRESHOLDS, Evidence, Flag, Thresholds, find_flags, word_probabilities
 from bot.voice.snap import DEFAULT_MARGIN, Snapped, snap
 
 __all__ = ["CODING_TERMS", "Backend", "Transcriber", "Transcript", "default_model_path", "vocabulary_prompt"]
@@ -53,6 +54,7 @@ _WINDOW_S = 30.0  # Whisper hears 30 s at a time; snapping scores words against 
 _FRAMES_PER_S = 100  # mel frames a second (hop 160 at 16 kHz)
 _WINDOW_FRAMES = 3000
 _SAMPLE_RATE = 16_000  # what Whisper hears
+_RECASE_BELOW = 0.75  # a first word less sure than this is scored in lower case too (one more forced pass)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,9 @@ class Transcript:
     language: str
     duration_s: float
     snapped: Snapped | None = None
+    # What the decoder knew, and the deciding words it left in doubt (bot.voice.doubt); empty when not checked.
+    evidence: Evidence | None = None
+    flags: tuple[Flag, ...] = ()
 
     @property
     def heard(self) -> str:
@@ -80,7 +85,10 @@ class Transcript:
         if self.snapped is None:
             return self
         snapped = self.snapped.without(words)
-        return dataclasses.replace(self, text=snapped.text, snapped=snapped)
+        kept = snapped.text.split()
+        # A flag stays while its word is still there: an answer word that had been snapped in is gone.
+        flags = tuple(f for f in self.flags if f.index < len(kept) and kept[f.index].strip(".,!?;:") == f.heard)
+        return dataclasses.replace(self, text=snapped.text, snapped=snapped, flags=flags)
 
 
 def decode_samples(audio: str | Path | bytes, rate: int = _SAMPLE_RATE) -> np.ndarray[Any, np.dtype[np.float32]]:
@@ -147,6 +155,8 @@ class Transcriber(ModelOwner):
     ``snap_margin``: how far (nats) below the transcript a command verb or name from the lexicon may score and
     still replace a word that sounds like it (bot.voice.snap); None turns snapping off. Snapping runs only
     when ``transcribe`` is given ``names``, on faster-whisper, for notes of one 30 s window.
+    ``doubt``: when a deciding word counts as unsure (bot.voice.doubt; ``Transcript.flags``), checked with
+    snapping; None turns flags off.
 
     Use as ``async with Transcriber() as t: await t.transcribe(path)``, or call ``aclose()``.
     """
@@ -167,6 +177,7 @@ class Transcriber(ModelOwner):
         download_root: Path | None = None,
         temp_dir: Path | None = None,
         snap_margin: float | None = DEFAULT_MARGIN,
+        doubt: Thresholds | None = DEFAULT_THRESHOLDS,
     ) -> None:
         if backend not in ("faster-whisper", "openai-whisper"):
             raise VoiceModelError(f"unknown whisper backend {backend!r}")
@@ -185,6 +196,7 @@ class Transcriber(ModelOwner):
         self.download_root = download_root
         self.temp_dir = temp_dir
         self.snap_margin = snap_margin
+        self.doubt = doubt
         # One thread: the model is not shared between threads and notes queue in arrival order.
         super().__init__(ModelThread("whisper", lambda: VoiceModelError("the transcriber is closed")))
 
@@ -202,6 +214,33 @@ class Transcriber(ModelOwner):
         if self.backend == "openai-whisper":
             return await self._thread.run(self._transcribe_openai, audio, prompt)
         return await self._thread.run(self._transcribe_faster, audio, prompt, names)
+
+    async def score_answers(
+        self,
+        audio: str | Path | bytes,
+        candidates: Sequence[str],
+        *,
+        prompt: str | None = None,
+        language: str | None = None,
+    ) -> list[float]:
+        """Log-probability of each candidate as the whole of the note, its end included: how a waiting prompt's
+        few answers are heard (bot.voice.prompt_scoring). faster-whisper only (VoiceModelError otherwise);
+        VoiceError when the audio cannot be decoded."""
+        if self.backend != "faster-whisper":
+            raise VoiceModelError("scoring answers needs the faster-whisper backend")
+        from bot.voice.prompt_scoring import whole_scores  # imported here: it imports this module's types
+
+        def work() -> list[float]:
+            self._ensure_model()
+            try:
+                samples = decode_samples(audio)
+            except OSError as exc:  # first: PyAV's FileNotFoundError is both an OSError and an FFmpegError
+                raise VoiceError(f"couldn't read that voice note ({_short(exc)})") from exc
+            except (av.error.FFmpegError, EOFError, ValueError) as exc:
+                raise VoiceError(f"couldn't decode that voice note ({_short(exc)})") from exc
+            return whole_scores(self._model, samples, prompt, language or self.language or "en", candidates)
+
+        return await self._thread.run(work)
 
     # --- worker thread only below this line ---
 
@@ -225,7 +264,7 @@ class Transcriber(ModelOwner):
                 return out
 
         try:
-            return _Model(
+            model = _Model(
                 name,
                 device=self.device,
                 compute_type=self.compute_type,
@@ -235,12 +274,15 @@ class Transcriber(ModelOwner):
         except (OSError, RuntimeError, ValueError) as exc:
             # Hugging Face lookup errors are OSError subclasses; CTranslate2 raises RuntimeError.
             raise VoiceModelError(f"couldn't load the Whisper model {name!r} ({exc})") from exc
+        model.model = _Beams(model.model)
+        return model
 
     def _transcribe_faster(
         self, audio: str | Path | bytes, prompt: str | None, names: Sequence[str] | None = None
     ) -> Transcript:
         self._ensure_model()
         self._model.first_window = None
+        self._model.model.results.clear()
         try:
             samples = decode_samples(audio)
             options: dict[str, Any] = {"without_timestamps": self.without_timestamps}
@@ -264,7 +306,42 @@ class Transcriber(ModelOwner):
             return self._score(encoded, prompt, language, duration, texts)
 
         snapped = snap(text, score, names, margin=self.snap_margin)
-        return Transcript(snapped.text, language, duration, snapped)
+        if self.doubt is None:
+            return Transcript(snapped.text, language, duration, snapped)
+        evidence = self._evidence(encoded, prompt, language, duration, snapped.text)
+        flags = find_flags(snapped.text, evidence, names, snapped.considered, self.doubt)
+        return Transcript(snapped.text, language, duration, snapped, evidence, flags)
+
+    def _evidence(self, encoded: Any, prompt: str | None, language: str, duration: float, text: str) -> Evidence:
+        """What the decoding knew of ``text``: its words' probabilities (one forced pass), the other beams."""
+        tokenizer = self._tokenizer(language)
+        [(tokens, probs)] = self._token_probs(encoded, prompt, language, duration, [text])
+        words = word_probabilities([tokenizer.decode([t]) for t in tokens], probs.tolist(), text)
+        if words and words[0][1] < _RECASE_BELOW and text[:1].isupper():
+            # A capital spreads a sentence's first word over its spellings ("Rebase" 0.21 where "rebase" is
+            # sure): its probability is the better of the two cases, as snapping scores both.
+            lower = text[:1].lower() + text[1:]
+            [(low_tokens, low_probs)] = self._token_probs(encoded, prompt, language, duration, [lower])
+            first = word_probabilities([tokenizer.decode([t]) for t in low_tokens], low_probs.tolist(), lower)
+            if first:
+                words = ((words[0][0], max(words[0][1], first[0][1])), *words[1:])
+        results = self._model.model.results
+        # More than one generate call: the first decode failed its checks and fell back to sampling.
+        fallback = len(results) > 1
+        hypotheses: list[tuple[str, float]] = []
+        if results and len(results[0].sequences_ids) > 1:
+            best = results[0].scores[0]
+            hypotheses = [
+                (tokenizer.decode(ids).strip(), float(best - score))
+                for ids, score in zip(results[0].sequences_ids[1:], results[0].scores[1:], strict=True)
+            ]
+        return Evidence(words, tuple(hypotheses), fallback)
+
+    def _tokenizer(self, language: str) -> Any:
+        from faster_whisper.tokenizer import Tokenizer  # type: ignore[import-untyped]
+
+        m = self._model
+        return Tokenizer(m.hf_tokenizer, m.model.is_multilingual, task="transcribe", language=language or "en")
 
     def _score(
         self, encoded: Any, prompt: str | None, language: str, duration: float, texts: Sequence[str]
@@ -273,23 +350,29 @@ class Transcriber(ModelOwner):
 
         CTranslate2's ``align`` forces the tokens through the decoder and returns each one's probability.
         """
-        from faster_whisper.tokenizer import Tokenizer  # type: ignore[import-untyped]
+        scores: list[float] = []
+        for _, probs in self._token_probs(encoded, prompt, language, duration, texts):
+            scores.append(float(np.log(np.maximum(probs, 1e-12)).sum()) if len(probs) else float("-inf"))
+        return scores
 
+    def _token_probs(
+        self, encoded: Any, prompt: str | None, language: str, duration: float, texts: Sequence[str]
+    ) -> list[tuple[list[int], np.ndarray[Any, np.dtype[np.float64]]]]:
+        """Each text's tokens and each token's probability, forced through the decoder against the audio."""
         m = self._model
-        tokenizer = Tokenizer(m.hf_tokenizer, m.model.is_multilingual, task="transcribe", language=language or "en")
+        tokenizer = self._tokenizer(language)
         previous = tokenizer.encode(" " + prompt.strip()) if prompt else []
         start = m.get_prompt(tokenizer, previous, without_timestamps=True)
         frames = max(1, min(_WINDOW_FRAMES, round(duration * _FRAMES_PER_S)))
-        scores: list[float] = []
+        out: list[tuple[list[int], np.ndarray[Any, np.dtype[np.float64]]]] = []
         for text in texts:
             tokens = tokenizer.encode(" " + text.strip())
             if not tokens:
-                scores.append(float("-inf"))
+                out.append(([], np.zeros(0, dtype=np.float64)))
                 continue
             result = m.model.align(encoded, start, [tokens], frames)[0]
-            probs = np.asarray(result.text_token_probs, dtype=np.float64)
-            scores.append(float(np.log(np.maximum(probs, 1e-12)).sum()))
-        return scores
+            out.append((list(tokens), np.asarray(result.text_token_probs, dtype=np.float64)))
+        return out
 
     def _load_openai(self) -> Any:
         try:
@@ -331,6 +414,26 @@ class Transcriber(ModelOwner):
             language=str(result.get("language") or ""),
             duration_s=len(samples) / whisper.audio.SAMPLE_RATE,
         )
+
+
+class _Beams:
+    """The CTranslate2 model, asked for every beam's hypothesis rather than the best alone (the same search,
+    so no extra cost), each decode's result kept for bot.voice.doubt; faster-whisper reads the first."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.results: list[Any] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def generate(self, *args: Any, **kwargs: Any) -> Any:
+        beams = int(kwargs.get("beam_size", 1))
+        if beams > 1:
+            kwargs["num_hypotheses"] = beams
+        out = self.inner.generate(*args, **kwargs)
+        self.results.append(out[0])
+        return out
 
 
 @contextlib.contextmanager

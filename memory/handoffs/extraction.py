@@ -166,7 +166,8 @@ async def _extract_one(
     write_handoff(settings.handoffs_dir, h.session_id, h.date, markdown, old_date=before.date if before else None)
     async with db.write() as conn:
         old = await store.get_handoff(conn, h.session_id)
-        ts = await store.put_handoff(conn, h, markdown=markdown, review=old.review if old else "pending")
+        review, reviewed = (old.review, (old.reviewed_by, old.reviewed_at)) if old else ("pending", store.NOBODY)
+        ts = await store.put_handoff(conn, h, markdown=markdown, review=review, reviewed=reviewed)
         # A linked session (a subagent, or a Codex rollout a Claude session caused) never grounds on its own.
         await index.index_handoff(
             conn,

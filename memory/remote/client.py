@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import gzip
 import json
 import logging
 import tempfile
@@ -18,8 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-from urllib.parse import quote
+from typing import Any, Literal
 
 from memory.errors import (
     DestinationError,
@@ -55,10 +53,6 @@ logger = logging.getLogger(__name__)
 
 _PAGE = 500  # the service's largest handoff page
 _FLUSH_WAIT_S = 60.0
-
-
-def _session_path(session_id: str) -> str:
-    return "/v1/sessions/" + quote(session_id, safe="/")
 
 
 class RemoteEywa:
@@ -170,17 +164,10 @@ class RemoteEywa:
         return flushed
 
     async def _send(self, entry: Entry) -> dict[str, Any]:
-        body = await asyncio.to_thread(lambda: gzip.compress(entry.body.read_bytes(), compresslevel=6))
-        response = await self.client.request(
-            "POST",
-            "/v1/transcripts",
-            params={"name": entry.name},
-            content=body,
-            headers={"Content-Encoding": "gzip", "Content-Type": "application/x-ndjson"},
-            read_timeout=self.client.timeouts.upload,
-        )
-        answer: dict[str, Any] = response.json()
-        return answer
+        body = await asyncio.to_thread(entry.body.read_bytes)
+        # gzip on the wire, under the upload timeout: the SDK's transcript upload
+        answer = await self.client.call(self.client.sdk.upload_transcript(entry.name, body))
+        return answer.raw
 
     # -- reading ---------------------------------------------------------------------------------------
 
@@ -197,44 +184,42 @@ class RemoteEywa:
     ) -> Grounding:
         """The service's grounding; handoffs naming a private project (but ``viewer``'s) are left out here."""
         k = min(MAX_GROUNDING, max_handoffs or self.settings.max_handoffs)
-        params = {
-            "q": query,
-            "project": project or None,
-            "days_back": days_back,
-            "max": k,
-            "as_of": as_of.isoformat() if as_of is not None else None,
-            "explain": "1",
-            "branch": branch or None,
-        }
-        items = (await self.client.request("GET", "/v1/get", params=params)).json()
+        answer = self.client.sdk.get(
+            query, project=project, days_back=days_back, max_results=k, as_of=as_of, branch=branch, explain=True
+        )
+        items = await self.client.call(answer)
         hidden = load_privacy(self.settings).without(viewer).names
-        results = [r for r in map(scored, items) if not hidden.intersection(r.projects)]
+        results = [r for r in (scored(item.raw) for item in items) if not hidden.intersection(r.projects)]
         texts = await asyncio.gather(*(self.handoff_markdown(r.session_id) for r in results))
         markdowns = {r.session_id: t for r, t in zip(results, texts, strict=True) if t is not None}
         return Grounding(results, grounding_text(results, markdowns), markdowns)
 
     async def search(self, query: str, limit: int = 10, *, viewer: Path | None = None) -> list[ContentHit]:
         del viewer  # this machine's private sessions are never sent; the service knows no folders
-        items = (await self.client.request("GET", "/v1/search", params={"q": query, "limit": limit})).json()
-        return [content_hit(item) for item in items]
+        hits = await self.client.call(self.client.sdk.search(query, limit=limit))
+        return [content_hit(hit.raw) for hit in hits]
 
     async def hidden_from(self, viewer: Path | None, session_ids: Sequence[str]) -> set[str]:
         """None: the service holds no session of this machine's private projects (they are never sent)."""
         del viewer, session_ids
         return set()
 
-    async def _text(self, path: str, **params: str) -> str | None:
-        """A text answer, or None for a 404."""
-        response = await self.client.request("GET", path, params=params, ok=(200, 404))
-        return response.text if response.status_code == 200 else None
+    async def _text(self, session_id: str, form: Literal["markdown", "handoff"]) -> str | None:
+        """One session's markdown or handoff, or None for a 404."""
+        try:
+            return await self.client.call(self.client.sdk.session(session_id, format=form))
+        except RemoteMemoryError as exc:
+            if exc.status == 404:
+                return None
+            raise
 
     async def handoff_markdown(self, session_id: str) -> str | None:
         """One session's handoff file, or None when it has none (or there is no such session)."""
-        return await self._text(_session_path(session_id), format="handoff")
+        return await self._text(session_id, "handoff")
 
     async def show(self, session_id: str) -> SessionView:
         handoff_md, session_md = await asyncio.gather(
-            self.handoff_markdown(session_id), self._text(_session_path(session_id), format="markdown")
+            self.handoff_markdown(session_id), self._text(session_id, "markdown")
         )
         if handoff_md is None and session_md is None:
             raise SessionNotFoundError(session_id)
@@ -263,32 +248,30 @@ class RemoteEywa:
         rows: list[HandoffRow] = []
         cursor = base64.urlsafe_b64encode(json.dumps(list(after)).encode()).decode().rstrip("=") if after else None
         while len(rows) < limit:
-            params = {
-                "limit": min(_PAGE, limit - len(rows)),
-                "project": project or None,
-                "since": since.isoformat() if since is not None else None,
-                "until": until.isoformat() if until is not None else None,
-                "cursor": cursor,
-            }
-            page = (await self.client.request("GET", "/v1/handoffs", params=params)).json()
-            rows += [listed_row(item) for item in page["handoffs"]]
-            cursor = page.get("next_cursor")
+            answer = self.client.sdk.list_handoffs(
+                limit=min(_PAGE, limit - len(rows)), project=project, since=since, until=until, cursor=cursor
+            )
+            page = await self.client.call(answer)
+            rows += [listed_row(item.raw) for item in page.handoffs]
+            cursor = page.next_cursor
             if not cursor:
                 break
         return rows[:limit]
 
     async def stats(self) -> dict[str, Any]:
-        stats: dict[str, Any] = (await self.client.request("GET", "/v1/stats")).json()
+        stats = (await self.client.call(self.client.sdk.stats())).raw
         waiting = self.outbox.entries()
         return {"service": self.settings.memory_url, **stats, "outbox": len(waiting)}
 
     # -- changing --------------------------------------------------------------------------------------
 
     async def forget(self, session_id: str) -> list[str]:
-        response = await self.client.request("DELETE", _session_path(session_id), ok=(200, 404))
-        if response.status_code == 404:
-            raise SessionNotFoundError(session_id)
-        return [str(s) for s in response.json()["forgotten"]]
+        try:
+            return await self.client.call(self.client.sdk.forget(session_id))
+        except RemoteMemoryError as exc:
+            if exc.status == 404:
+                raise SessionNotFoundError(session_id) from None
+            raise
 
     async def extract(
         self, session_id: str | None = None, *, transcript_path: Path | None = None, use_llm: bool | None = None
@@ -330,13 +313,14 @@ class RemoteEywa:
                 report.rejected.append((str(path), exc.reason))
                 continue
             name = path.relative_to(root).as_posix()
-            response = await self.client.request(
-                "POST", "/v1/handoffs", params={"name": name}, content=self.redactor(text).encode(), ok=(200, 400, 409)
-            )
-            if response.status_code == 200:
-                report.imported += 1
+            try:
+                await self.client.call(self.client.sdk.upload_handoff(self.redactor(text), name=name))
+            except RemoteMemoryError as exc:
+                if exc.status not in (400, 409):  # not the file's fault: stop
+                    raise
+                report.rejected.append((str(path), exc.detail))
             else:
-                report.rejected.append((str(path), str(response.json().get("error", {}).get("message", ""))))
+                report.imported += 1
         return report
 
     async def export_dir(self, root: Path) -> int:

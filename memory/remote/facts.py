@@ -12,7 +12,6 @@ import re
 import tarfile
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 
 from memory.facts.api import LoadReport
 from memory.facts.model import FactsError
@@ -51,15 +50,14 @@ class RemoteFacts:
         """The script's result; a script error is a failed result (as locally), not an exception. The service
         records the key as the provenance."""
         del provenance
-        body: dict[str, Any] = {"script": text}
-        if as_of is not None:
-            body["as_of"] = as_of.isoformat()
-        response = await self.client.request("POST", "/v1/script", json_body=body, ok=(200, 422))
-        data = response.json()
-        if response.status_code == 200:
-            return ScriptResult(None, str(data.get("output", "")), None, 0)
-        err = data.get("error", {}) if isinstance(data, dict) else {}
-        return ScriptResult(None, "", str(err.get("message", "the script failed")), int(err.get("line", 0) or 0))
+        try:
+            output = await self.client.call(self.client.sdk.script(text, as_of=as_of))
+        except RemoteMemoryError as exc:
+            if exc.status != 422:
+                raise
+            line = exc.extra.get("line", 0)
+            return ScriptResult(None, "", exc.detail or "the script failed", int(line) if isinstance(line, int) else 0)
+        return ScriptResult(None, output, None, 0)
 
     async def remember(
         self,
@@ -80,18 +78,15 @@ class RemoteFacts:
         return mid
 
     async def tiered_injection(self, now: datetime | None = None) -> list[str]:
-        params = {"as_of": now.isoformat() if now is not None else None}
-        data = (await self.client.request("GET", "/v1/facts/tier", params=params)).json()
-        return [str(line) for line in data.get("lines", [])]
+        return await self.client.call(self.client.sdk.facts_tier(as_of=now))
 
     async def world(self) -> dict[str, int]:
-        facts = (await self.client.request("GET", "/v1/stats")).json().get("facts", {})
-        return {str(k): int(v) for k, v in facts.items()}
+        return (await self.client.call(self.client.sdk.stats())).facts
 
     async def export_snapshot(self) -> str:
-        response = await self.client.request("GET", "/v1/export", read_timeout=self.client.timeouts.upload)
+        archive_bytes = await self.client.call(self.client.sdk.export())  # under the upload timeout
         try:
-            with tarfile.open(fileobj=io.BytesIO(response.content), mode="r:gz") as archive:
+            with tarfile.open(fileobj=io.BytesIO(archive_bytes), mode="r:gz") as archive:
                 member = archive.extractfile("facts/snapshot.tcl")
                 return member.read().decode("utf-8") if member is not None else ""
         except (tarfile.TarError, KeyError, EOFError, OSError) as exc:

@@ -1,5 +1,6 @@
-"""The memory service's HTTP client: one httpx client per open memory, the key in a header, every call
-bounded by a timeout, every failure one typed error whose text is one line and never holds the key.
+"""The memory service's HTTP client: one macupos_client.AsyncClient (sdk/python) per open memory, the key in
+a header, every call bounded by a timeout, every failure one typed error whose text is one line and never
+holds the key: the SDK's errors are wrapped here, at the boundary.
 
 Used by :mod:`memory.remote.client` (the facade) and :mod:`memory.remote.outbox` (uploads); the routes are those of
 ``macupos serve`` (docs/service.md).
@@ -8,15 +9,16 @@ Used by :mod:`memory.remote.client` (the facade) and :mod:`memory.remote.outbox`
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import ssl
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
+from macupos_client import AsyncClient, MacuposError
+from macupos_client.errors import APIError, RequestTimedOutError, TransportError
 
 from memory.errors import MemoryStoreError
 
@@ -34,16 +36,28 @@ logger = logging.getLogger(__name__)
 
 KEY_FIX = "create one with `macupos serve keys create --tenant NAME` and set MACUPOS_API_KEY"
 _RETRY_AFTER_MAX_S = 5.0  # a 429/503 asking for a longer wait is reported, not waited out
+_ANY_STATUS = tuple(range(100, 600))  # /healthz: any answer is read here, not raised
+T = TypeVar("T")
 
 
 class RemoteMemoryError(MemoryStoreError):
     """The memory service refused or failed a request. ``status`` is the HTTP status (None when no answer
     came), ``code`` the service's error code (``unauthorized``, ``not_found``, …, or ``unreachable``)."""
 
-    def __init__(self, message: str, *, status: int | None = None, code: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        code: str = "",
+        detail: str = "",
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
+        self.detail = detail  # the service's own message, masked ("" without one): a rejection's reason
+        self.extra: dict[str, Any] = dict(extra or {})  # the service's other error fields (a script's line)
 
     @property
     def transient(self) -> bool:
@@ -125,7 +139,10 @@ async def probe(base_url: str, timeout_s: float) -> None:
 
 
 class ServiceClient:
-    """Open with :meth:`open`; :meth:`aclose` when done. Requests are made with :meth:`request`."""
+    """Open with :meth:`open`; :meth:`aclose` when done. The HTTP is macupos_client's (sdk/python: the one
+    client of the service, the same developers use); this class holds memory's side of it: the timeouts,
+    and every error of the SDK made one of memory's (:meth:`call`, :meth:`request`), masked and on one line.
+    """
 
     def __init__(self, base_url: str, api_key: str, timeouts: Timeouts = Timeouts()) -> None:
         self.base_url = base_url
@@ -134,17 +151,25 @@ class ServiceClient:
         # Loading the CA bundle costs ~0.2-0.7 s, which a hook cannot spare; a plain-http service needs none.
         # The bare context still verifies, with no CA: TLS to anything would fail closed.
         tls: ssl.SSLContext | bool = True if base_url.startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        self._http = httpx.AsyncClient(
-            base_url=base_url,
-            verify=tls,
-            headers={"X-API-Key": api_key, "User-Agent": "macupos-memory-client"},
-            timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect),
-            follow_redirects=False,  # a redirect would resend the key wherever it points
-            trust_env=False,  # no proxy from the environment sees the key unless the URL names it
-        )
+        try:
+            self.sdk = AsyncClient(
+                base_url,
+                api_key,
+                timeout=timeouts.read,
+                connect_timeout=timeouts.connect,
+                upload_timeout=timeouts.upload,
+                # One more try of a 429/503 whose Retry-After is short; a longer wait is reported, not waited out.
+                max_retries=1,
+                max_retry_wait=_RETRY_AFTER_MAX_S,
+                user_agent="macupos-memory-client",
+                verify=tls,
+                trust_env=False,  # no proxy from the environment sees the key unless the URL names it
+            )
+        except MacuposError as exc:
+            raise RemoteMemoryError(f"memory service: {exc}", code="config") from None
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        await self.sdk.aclose()
 
     def _mask(self, text: str) -> str:
         return text.replace(self._key, "<masked>") if self._key and self._key in text else text
@@ -153,13 +178,13 @@ class ServiceClient:
         """Whether the service answers at all, within ``timeout_s`` in all; ServiceUnreachableError if not."""
         try:
             async with asyncio.timeout(timeout_s):
-                response = await self._http.get("/healthz", timeout=httpx.Timeout(timeout_s))
-        except (TimeoutError, httpx.TimeoutException):
+                response = await self.sdk.request("GET", "/healthz", ok=_ANY_STATUS, read_timeout=timeout_s)
+        except (TimeoutError, RequestTimedOutError):
             raise ServiceUnreachableError(
                 f"memory service at {self.base_url}: no answer within {timeout_s:g}s"
             ) from None
-        except httpx.HTTPError as exc:
-            raise ServiceUnreachableError(self._mask(f"memory service at {self.base_url}: {_why(exc)}")) from None
+        except TransportError as exc:
+            raise self._unreachable(exc) from None
         if response.status_code != 200:
             raise RemoteMemoryError(
                 f"memory service at {self.base_url}: /healthz answered {response.status_code}, not 200 "
@@ -167,6 +192,16 @@ class ServiceClient:
                 status=response.status_code,
                 code="unhealthy",
             )
+
+    async def call(self, answer: Awaitable[T]) -> T:
+        """``answer`` (a call of :attr:`sdk`) awaited, its errors made memory's: RemoteMemoryError, or
+        ServiceUnreachableError when no answer came."""
+        try:
+            return await answer
+        except TransportError as exc:
+            raise self._unreachable(exc) from None
+        except APIError as exc:
+            raise self._error(exc) from None
 
     async def request(
         self,
@@ -182,49 +217,36 @@ class ServiceClient:
     ) -> httpx.Response:
         """The response when its status is in ``ok``; RemoteMemoryError otherwise (429/503 with a short
         Retry-After are tried once more)."""
-        timeout = httpx.Timeout(read_timeout or self.timeouts.read, connect=self.timeouts.connect)
         clean = {k: v for k, v in (params or {}).items() if v is not None}
-        body = content if json_body is None else json.dumps(json_body).encode()
-        sent = dict(headers or {})
-        if json_body is not None:
-            sent["Content-Type"] = "application/json"
-        for attempt in (1, 2):
-            try:
-                response = await self._http.request(
-                    method, path, params=clean, content=body, headers=sent, timeout=timeout
-                )
-            except httpx.HTTPError as exc:
-                raise ServiceUnreachableError(self._mask(f"memory service at {self.base_url}: {_why(exc)}")) from None
-            if response.status_code in ok:
-                return response
-            wait = _retry_after(response)
-            if attempt == 1 and wait is not None:
-                await asyncio.sleep(wait)
-                continue
-            raise self._error(response)
-        raise AssertionError("unreachable")  # pragma: no cover
+        sent = self.sdk.request(
+            method,
+            path,
+            params=clean,
+            content=content,
+            json=json_body,
+            headers=headers,
+            ok=ok,
+            read_timeout=read_timeout,
+        )
+        return await self.call(sent)
 
-    def _error(self, response: httpx.Response) -> RemoteMemoryError:
-        status = response.status_code
-        code, message = "", ""
-        try:
-            err = response.json().get("error", {})
-            code, message = str(err.get("code", "")), str(err.get("message", ""))
-        except (ValueError, AttributeError):
-            message = response.text[:200].strip()
+    def _unreachable(self, exc: TransportError) -> ServiceUnreachableError:
+        cause = exc.__cause__
+        why = _why(cause) if isinstance(cause, httpx.HTTPError) else str(exc)
+        return ServiceUnreachableError(self._mask(f"memory service at {self.base_url}: {why}"))
+
+    def _error(self, exc: APIError) -> RemoteMemoryError:
+        status, message = exc.status, exc.message
+        detail = self._mask(message)  # as the service wrote it (a script error may span lines)
         if status == 401:
             message = f"the key is unknown or revoked: {KEY_FIX}"
         elif status == 403:
             message = f"{message or 'forbidden'} (a key of another scope: `macupos serve keys create --scope write`)"
-        message = " ".join(self._mask(message or response.reason_phrase).split())
-        return RemoteMemoryError(f"memory service: {message} (HTTP {status})", status=status, code=code or str(status))
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    if response.status_code not in (429, 503):
-        return None
-    try:
-        wait = float(response.headers.get("retry-after", ""))
-    except ValueError:
-        return None
-    return wait if 0 <= wait <= _RETRY_AFTER_MAX_S else None
+        message = " ".join(self._mask(message).split())
+        return RemoteMemoryError(
+            f"memory service: {message} (HTTP {status})",
+            status=status,
+            code=exc.code or str(status),
+            detail=detail,
+            extra=exc.extra,
+        )

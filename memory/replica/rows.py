@@ -105,7 +105,7 @@ def _m(name: str, spec: str, group: str, sources: dict[str, str] | None = None) 
     return Mirror(name, _cols(spec), keys, found)
 
 
-# The schema of memory/storage/migrations.py as of its version 6. A migration that adds a table or a column adds it
+# The schema of memory/storage/migrations.py as of its version 7. A migration that adds a table or a column adds it
 # here too (and to service/pg/migrations.py); tests/service/pg/test_schema.py compares the three.
 MIRRORS: tuple[Mirror, ...] = (
     _m("meta", "key:text value:text", "key"),
@@ -124,7 +124,8 @@ MIRRORS: tuple[Mirror, ...] = (
     _m(
         "handoffs",
         "session_id:text kind:text parent_id:text ts:real date:text duration_min:real substance:int headline:text"
-        " projects:text keywords:text markdown:text source:text review:text indexed:int updated_at:text",
+        " projects:text keywords:text markdown:text source:text review:text indexed:int updated_at:text"
+        " reviewed_by:text reviewed_at:text",
         "session_id",
     ),
     _m("postings", "session_id:text field:int term:text ts:real dur:real", "session_id"),
@@ -142,7 +143,7 @@ MIRRORS: tuple[Mirror, ...] = (
         "session_id:text id:int handoff_id:text start:int stop:int prefix:text row:int ts:real? dur:real",
         "session_id",
     ),
-    _m("forgotten", "session_id:text at:text", "session_id"),
+    _m("forgotten", "session_id:text at:text forgotten_by:text", "session_id"),
     _m("problems", "path:text line_no:int reason:text", "path"),
     _m(
         "facts",

@@ -211,6 +211,17 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX applied_events_origin_at ON applied_events(origin, at_ms);
     """,
+    # 7: who made a memory decision (memory/handoffs/review.py), and when
+    """
+    -- Who kept or corrected the handoff, as the deciding page or chat names them ('@alice', 'telegram Ann',
+    -- 'owner'), and when (ISO 8601 UTC); '' when nobody is known (pending, an import, a decision made before).
+    -- Kept here alone, not in the handoff file's frontmatter: the file is what the session said (the mirror,
+    -- exports and imports carry it), the review is the owner's answer to it, like `review` itself.
+    ALTER TABLE handoffs ADD COLUMN reviewed_by TEXT NOT NULL DEFAULT '';
+    ALTER TABLE handoffs ADD COLUMN reviewed_at TEXT NOT NULL DEFAULT '';
+    -- Who told memory to forget the session ('' when unknown); `at` already says when.
+    ALTER TABLE forgotten ADD COLUMN forgotten_by TEXT NOT NULL DEFAULT '';
+    """,
 )
 
 

@@ -123,7 +123,10 @@ def _salvage(aside: Path) -> _Salvage:
             out.unreadable.append(f"{table}: {exc}")
 
     def forgotten() -> None:
-        out.forgotten = [tuple(r) for r in conn.execute("SELECT session_id, at FROM forgotten")]
+        cur = conn.execute("SELECT * FROM forgotten")  # a file from before schema 7 has no forgotten_by
+        names = [d[0] for d in cur.description]
+        by = names.index("forgotten_by") if "forgotten_by" in names else None
+        out.forgotten = [(r[0], r[1], r[by] if by is not None else "") for r in cur]
 
     def ledger() -> None:
         cur = conn.execute("SELECT * FROM ledger ORDER BY id")
@@ -147,7 +150,9 @@ def _salvage(aside: Path) -> _Salvage:
 
 async def _restore(eywa: Eywa, salvage: _Salvage, report: RecoverReport) -> None:
     async with eywa.db.write() as conn:
-        await conn.executemany("INSERT OR IGNORE INTO forgotten(session_id, at) VALUES (?, ?)", salvage.forgotten)
+        await conn.executemany(
+            "INSERT OR IGNORE INTO forgotten(session_id, at, forgotten_by) VALUES (?, ?, ?)", salvage.forgotten
+        )
         if salvage.ledger:
             async with conn.execute("SELECT * FROM ledger LIMIT 0") as cur:
                 known = {d[0] for d in cur.description}

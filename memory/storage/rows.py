@@ -17,6 +17,7 @@ from memory.timeutil import parse_iso
 
 __all__ = [
     "HANDOFF_COLS",
+    "NOBODY",
     "PUT_HANDOFF_SQL",
     "HandoffRow",
     "SessionRow",
@@ -99,6 +100,8 @@ class HandoffRow:
     markdown: str
     source: str
     review: str
+    reviewed_by: str = ""  # who kept or corrected it ('' when unknown), and when (ISO 8601 UTC)
+    reviewed_at: str = ""
 
     def listing(self) -> dict[str, Any]:
         """The handoff as a list shows it (`macupos memory list --json`, the service's `/v1/handoffs`)."""
@@ -250,22 +253,32 @@ async def sessions_needing_extraction(conn: aiosqlite.Connection, limit: int = 1
 
 HANDOFF_COLS = (
     "session_id, kind, parent_id, ts, date, duration_min, substance, headline, projects, keywords,"
-    " markdown, source, review"
+    " markdown, source, review, reviewed_by, reviewed_at"
 )
+NOBODY = ("", "")  # (reviewed_by, reviewed_at) of a handoff nobody is known to have reviewed
 
 
-async def put_handoff(conn: aiosqlite.Connection, h: Handoff, *, markdown: str, review: str = "pending") -> float:
-    """Insert or replace a handoff row (not its postings); returns its timestamp."""
-    return await run_async(conn, put_handoff_steps(h, markdown=markdown, review=review))
+async def put_handoff(
+    conn: aiosqlite.Connection,
+    h: Handoff,
+    *,
+    markdown: str,
+    review: str = "pending",
+    reviewed: tuple[str, str] = NOBODY,
+) -> float:
+    """Insert or replace a handoff row (not its postings); returns its timestamp. ``reviewed``: (by, at)."""
+    return await run_async(conn, put_handoff_steps(h, markdown=markdown, review=review, reviewed=reviewed))
 
 
 PUT_HANDOFF_SQL = (
     f"INSERT OR REPLACE INTO handoffs({HANDOFF_COLS}, indexed, updated_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
-def handoff_row(h: Handoff, *, markdown: str, review: str, indexed: bool = False) -> tuple[Any, ...]:
+def handoff_row(
+    h: Handoff, *, markdown: str, review: str, indexed: bool = False, reviewed: tuple[str, str] = NOBODY
+) -> tuple[Any, ...]:
     """The values :data:`PUT_HANDOFF_SQL` stores for ``h`` (``indexed``: its postings are written too)."""
     return (
         h.session_id,
@@ -281,14 +294,17 @@ def handoff_row(h: Handoff, *, markdown: str, review: str, indexed: bool = False
         markdown,
         h.source,
         review,
+        *reviewed,
         int(indexed),
         now_iso(),
     )
 
 
-def put_handoff_steps(h: Handoff, *, markdown: str, review: str = "pending") -> Steps[float]:
+def put_handoff_steps(
+    h: Handoff, *, markdown: str, review: str = "pending", reviewed: tuple[str, str] = NOBODY
+) -> Steps[float]:
     """:func:`put_handoff` as statements (:mod:`memory.storage.sqlsteps`), for either kind of connection."""
-    row = handoff_row(h, markdown=markdown, review=review)
+    row = handoff_row(h, markdown=markdown, review=review, reviewed=reviewed)
     yield Op.run(PUT_HANDOFF_SQL, row)
     return float(row[3])
 
@@ -309,6 +325,8 @@ def handoff_from_row(row: Any) -> HandoffRow:
         str(row[10]),
         str(row[11]),
         str(row[12]),
+        str(row[13]),
+        str(row[14]),
     )
 
 
@@ -361,10 +379,10 @@ async def list_handoffs(
     return out
 
 
-async def delete_session(conn: aiosqlite.Connection, session_id: str) -> list[tuple[str, str | None]]:
+async def delete_session(conn: aiosqlite.Connection, session_id: str, *, by: str = "") -> list[tuple[str, str | None]]:
     """Delete a session, its handoff and its subagents' rows (transcripts or imported handoffs alike) and
-    remember them as forgotten; returns (id, its handoff's date, None when it had no handoff) of each (index
-    not included)."""
+    remember them as forgotten ``by`` whom ('' unknown); returns (id, its handoff's date, None when it had no
+    handoff) of each (index not included)."""
     async with conn.execute(
         "SELECT session_id FROM sessions WHERE parent_id = ?1"
         " UNION SELECT session_id FROM handoffs WHERE parent_id = ?1",
@@ -378,7 +396,9 @@ async def delete_session(conn: aiosqlite.Connection, session_id: str) -> list[tu
         removed.append((sid, str(row[0]) if row else None))
         await conn.execute("DELETE FROM sessions WHERE session_id = ?", (sid,))
         await conn.execute("DELETE FROM handoffs WHERE session_id = ?", (sid,))
-        await conn.execute("INSERT OR REPLACE INTO forgotten(session_id, at) VALUES (?, ?)", (sid, now_iso()))
+        await conn.execute(
+            "INSERT OR REPLACE INTO forgotten(session_id, at, forgotten_by) VALUES (?, ?, ?)", (sid, now_iso(), by)
+        )
     return removed
 
 

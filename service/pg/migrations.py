@@ -177,4 +177,43 @@ MIGRATIONS: tuple[str, ...] = (
         END LOOP;
     END $$;
     """,
+    # 2: tenants' webhooks and their delivery log (service/webhooks): outside the tenant wall, like the keys,
+    # since every server's deliverer reads the due deliveries of all tenants. The secret is kept as it is: the
+    # server signs each delivery with it.
+    """
+    CREATE TABLE macupos.webhooks(
+        webhook_id text PRIMARY KEY,
+        tenant_id text NOT NULL REFERENCES macupos.tenants(tenant_id),
+        url text NOT NULL,
+        events text NOT NULL,
+        secret text NOT NULL,
+        created_at float8 NOT NULL
+    );
+    CREATE INDEX webhooks_tenant ON macupos.webhooks(tenant_id);
+    CREATE TABLE macupos.webhook_deliveries(
+        delivery_id text PRIMARY KEY,
+        webhook_id text NOT NULL REFERENCES macupos.webhooks(webhook_id) ON DELETE CASCADE,
+        tenant_id text NOT NULL,
+        event text NOT NULL,
+        body text NOT NULL,
+        status text NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+        attempts integer NOT NULL DEFAULT 0,
+        last_status integer,
+        last_error text NOT NULL DEFAULT '',
+        next_at float8 NOT NULL,
+        created_at float8 NOT NULL,
+        delivered_at float8
+    );
+    CREATE INDEX webhook_deliveries_due ON macupos.webhook_deliveries(status, next_at);
+    CREATE INDEX webhook_deliveries_hook ON macupos.webhook_deliveries(webhook_id, created_at);
+    """,
+    # 3: memory schema 7, who made a memory decision: a handoff's reviewer and when, who forgot a session. Added
+    # at the end of each table, after ``seq`` (a constant default: no table rewrite); every statement names its
+    # columns, so their order matters to none.
+    """
+    ALTER TABLE macupos.handoffs ADD COLUMN reviewed_by text NOT NULL DEFAULT '',
+        ADD COLUMN reviewed_at text NOT NULL DEFAULT '';
+    ALTER TABLE macupos.forgotten ADD COLUMN forgotten_by text NOT NULL DEFAULT '';
+    UPDATE macupos.info SET value = '7' WHERE key = 'memory_schema';
+    """,
 )

@@ -16,6 +16,7 @@ from memory.handoffs import ReviewError, correct, keep
 from service.routes_write import forget_session  # the API's own forget: spooled uploads go too
 from service.web.core import WebCall, WebError
 from service.web.review_view import REVIEW_PAGE, ReviewPlace, back_to, confirm_forget, render_review
+from service.webhooks import webhooks_of
 
 __all__ = ["review_action"]
 
@@ -51,10 +52,10 @@ async def review_action(call: WebCall) -> Response:
     missed: list[str] = []
     for sid in ids:
         if op == "keep":
-            (done if await keep(eywa, sid) else missed).append(sid)
+            (done if await keep(eywa, sid, by=call.login.who) else missed).append(sid)
             continue
         try:
-            await forget_session(call.tenant, sid)
+            await forget_session(call.tenant, sid, hooks=webhooks_of(call.request.app), by=call.login.who)
         except SessionNotFoundError:
             missed.append(sid)
         else:
@@ -76,7 +77,7 @@ async def _correct(call: WebCall, place: ReviewPlace, session_id: str) -> Respon
     text = call.form.get("text", "")
     eywa = await call.tenant.eywa()
     try:
-        await correct(eywa, session_id, text, scratch=call.tenant.spool_dir / "tmp")
+        await correct(eywa, session_id, text, scratch=call.tenant.spool_dir / "tmp", by=call.login.who)
     except SessionNotFoundError:
         return back_to(place, place.next, error=GONE)
     except ReviewError as exc:

@@ -116,6 +116,8 @@ async def render_review(
     message = DONE.get(done, "Done.") if done else ""
     if done and count > 1:
         message = f"{'Kept' if done == 'kept' else 'Forgotten'}: {count} handoffs."
+    if done in DONE and call.login.who:  # this login made the change it was sent back from
+        message += f" Decided by {call.login.who}."
     return call.render(
         "review.html",
         status=status,

@@ -7,7 +7,7 @@ from pathlib import Path
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from service.web import actions, facts_actions, facts_pages, live, pages, session_page
+from service.web import actions, facts_actions, facts_pages, live, pages, session_page, webhooks_page
 from service.web.chrome import Chrome
 from service.web.core import Web
 from service.web.login import LoginRoutes
@@ -38,6 +38,8 @@ def web_routes(web: Web) -> list[BaseRoute]:
         Route("/facts/graph.svg", web.page("/facts/graph.svg", facts_pages.graph_svg), methods=["GET"]),
         Route("/cost", web.page("/cost", pages.cost_page), methods=["GET"]),
         Route("/stats", web.page("/stats", pages.stats_page), methods=["GET"]),
+        Route("/webhooks", web.page("/webhooks", webhooks_page.webhooks_page), methods=["GET"]),
+        Route("/webhooks", web.page("/webhooks", webhooks_page.webhooks_action, scope="write"), methods=["POST"]),
         Route("/login", login.login_page, methods=["GET"]),
         Route("/login", login.login_submit, methods=["POST"]),
         Route("/logout", login.logout, methods=["POST"]),

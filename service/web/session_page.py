@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.responses import Response
 
+from memory.handoffs import forgotten
 from service.web.core import WebCall, WebError, query, query_int
 from service.web.exports import export_response
 from service.web.markdown import handoff_parts, render_markdown
@@ -33,6 +34,10 @@ async def session_page(call: WebCall) -> Response:
     meta = await eywa.session_row(session_id)  # without its transcript: a page of it is read below
     handoff = await eywa.handoff(session_id)
     if meta is None and handoff is None:
+        gone = await forgotten(eywa, session_id)
+        if gone is not None:  # memory's record of who forgot it, and when
+            by = f" by {gone.by}" if gone.by else ""
+            raise WebError(f"{session_id!r} was forgotten{by} at {gone.at[:16].replace('T', ' ')} UTC", status=404)
         raise WebError(f"no session or handoff with id {session_id!r}", status=404)
     fmt = query(call.request, "format", "", 10)
     if fmt:
@@ -51,7 +56,7 @@ async def session_page(call: WebCall) -> Response:
         handoff_html=render_markdown(body) if handoff else "",
         parent_id=parent_id,
         children=children,
-        **transcript,
+        **{"page": None, **transcript},  # a handoff without a transcript: no pages of it
     )
 
 

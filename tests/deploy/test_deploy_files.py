@@ -5,6 +5,7 @@ from __future__ import annotations
 import configparser
 import plistlib
 import re
+import tomllib
 from pathlib import Path
 
 import yaml
@@ -91,6 +92,16 @@ def test_dockerfile_runs_as_non_root_with_a_data_volume() -> None:
         for src in args.split()[:-1]:
             assert f"!{src}" in ignore or f"!{src}/" in ignore, src
             assert (DEPLOY.parent / src).exists(), src
+
+
+def test_the_image_copies_every_package_the_project_installs() -> None:
+    """`macupos` is the console script's package: an image without it installs a command that cannot start."""
+    project = tomllib.loads((DEPLOY.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    packages = [p.rstrip("*") for p in project["tool"]["setuptools"]["packages"]["find"]["include"]]
+    copied = {args.split()[0] for word, args in dockerfile() if word == "COPY"}
+    assert set(packages) <= copied, set(packages) - copied
+    # Dependencies that are not on PyPI are installed from the tree, before the project.
+    assert "sdk/python" in copied
 
 
 def test_compose_parses_and_mounts_the_home_volume() -> None:

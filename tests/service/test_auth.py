@@ -27,6 +27,13 @@ ROUTES = [
     ("GET", "/metrics"),
     ("GET", "/v1/openapi.json"),
     ("POST", "/mcp"),
+    ("GET", "/v1/keys"),
+    ("POST", "/v1/keys"),
+    ("DELETE", "/v1/keys/k1"),
+    ("GET", "/v1/webhooks"),
+    ("POST", "/v1/webhooks"),
+    ("DELETE", "/v1/webhooks/w1"),
+    ("GET", "/v1/webhooks/w1/deliveries"),
 ]
 
 

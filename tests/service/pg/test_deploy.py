@@ -30,4 +30,4 @@ def test_the_postgres_profile_runs_a_database_and_a_server_that_waits_for_it() -
 
 
 def test_the_image_carries_the_postgresql_driver() -> None:
-    assert 'pip install "/src[postgres]"' in (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    assert 'pip install /src/sdk/python "/src[postgres]"' in (DEPLOY / "Dockerfile").read_text(encoding="utf-8")

@@ -1,0 +1,238 @@
+"""Which deciding words of a transcript the model was unsure of: flag them rather than guess.
+
+A person driving does not need every word heard; they need never to have a misheard deciding word acted on
+unnoticed. The deciding words are the ones that choose what runs: a command verb (a word in a command
+position, bot.voice.snap), the owner's names (projects, branches, files, memory keywords), the coding nouns
+an action takes (branch, commit, tag…) and file names. Each is checked against what the decoder itself
+knows (``Evidence``, gathered by bot.voice.transcribe from the same decoding, at the cost of one forced pass):
+
+* its probability: the lowest of its tokens' probabilities when the transcript is forced through the
+  decoder against the audio (CTranslate2 ``align``; the word probability of faster-whisper's word timestamps);
+* the other beams: the beam search's other hypotheses, when one scoring nearly as well has another word there;
+* snapping's candidates: a lexicon word that sounds like it and that the audio supports nearly as well;
+* the fallback: a decode that fell back to sampling (a loop or a low score) is unsure as a whole.
+
+A flagged word comes with its likely alternatives (the other beams' words, snapping's candidates, then
+vocabulary words that sound alike), for the echo's buttons (bot.voice.flow). The thresholds are measured on
+bench/data/coding_speech.txt and checked on a held-out set (docs/speech.md, "Flags").
+
+Pure text and arithmetic here; the model's side lives in bot.voice.transcribe.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.voice.snap import DEV_VERBS, Scored, edit_distance, key_distance, phonetic_key, sounds_like, verb_positions
+
+__all__ = [
+    "DECIDING_NOUNS",
+    "DEFAULT_THRESHOLDS",
+    "Evidence",
+    "Flag",
+    "Thresholds",
+    "deciding_positions",
+    "find_flags",
+    "substitute",
+    "word_probabilities",
+]
+
+# The things a coding action acts on: a word heard wrong here changes what runs as much as the verb does.
+DECIDING_NOUNS = frozenset(
+    "branch branches commit commits tag tags stash main master origin upstream staging production release "
+    "pull request requests merge rebase tests test linter pytest mypy ruff ci pipeline job build deploy "
+    "changes migration schema readme docstring diff conflict conflicts image container service".split()
+)
+_ARTICLES = frozenset("the a an my our this that these those all me".split())
+_BARE = re.compile(r"^[^A-Za-z0-9]*(.*?)[^A-Za-z0-9]*$")
+_FILE = re.compile(r"[A-Za-z0-9_]\.[A-Za-z]{1,5}$")
+_MAX_ALTERNATIVES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """When a deciding word is unsure. Measured: docs/speech.md, "Flags"."""
+
+    probability: float = 0.5  # a deciding word's lowest token probability below this is unsure
+    beam_gap: float = 0.1  # another beam within this (length-normalised log-probability) with another word
+    snap_gap: float = 4.0  # a lexicon word sounding alike within this many nats of what was heard
+    objects: bool = True  # the first word after a command verb is deciding too ("run the linter")
+
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What the decoder knew about a transcript: each word (``text.split()``) with its probability, the
+    other beams as (text, score below the best), and whether the decode fell back to sampling."""
+
+    words: tuple[tuple[str, float], ...] = ()
+    hypotheses: tuple[tuple[str, float], ...] = ()
+    fallback: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """An unsure deciding word: its index in ``text.split()``, the word as written, alternatives, and why."""
+
+    index: int
+    heard: str
+    alternatives: tuple[str, ...]
+    reason: str
+
+
+def bare(token: str) -> str:
+    """A token without its surrounding punctuation ("changes." → "changes")."""
+    m = _BARE.match(token)
+    return m.group(1) if m else token
+
+
+def word_probabilities(pieces: Sequence[str], probs: Sequence[float], text: str) -> tuple[tuple[str, float], ...]:
+    """Each word of ``text.split()`` with the lowest probability of its tokens (``pieces``, decoded one by one,
+    spell " " + text). Punctuation tokens do not count: a full stop's probability says nothing of the word."""
+    words = text.split()
+    lowest = [1.0] * len(words)
+    index = -1
+    for piece, p in zip(pieces, probs, strict=True):
+        if piece[:1].isspace() or index < 0:  # a token with a leading space starts the next word
+            index += 1
+        if index >= len(words):
+            break
+        if any(ch.isalnum() for ch in piece):
+            lowest[index] = min(lowest[index], float(p))
+    return tuple(zip(words, lowest, strict=True))
+
+
+def deciding_positions(words: Sequence[str], names: Sequence[str] = (), objects: bool = True) -> dict[int, str]:
+    """The indexes of ``words`` that decide what runs, with their kind: verb, name, noun, file or object."""
+    known = {n.lower() for n in names for n in n.split()}
+    verbs = set(verb_positions(words))
+    out: dict[int, str] = {}
+    for i, token in enumerate(words):
+        word = bare(token)
+        low = word.lower()
+        if not word:
+            continue
+        if i in verbs:
+            out[i] = "verb"
+        elif low in known:
+            out[i] = "name"
+        elif _FILE.search(word) or (i + 1 < len(words) and bare(words[i + 1]).lower() == "dot"):
+            out[i] = "file"
+        elif low in DECIDING_NOUNS or low in DEV_VERBS:
+            out[i] = "noun"
+    if objects:
+        for v in verbs:
+            j = v + 1
+            while j < len(words) and bare(words[j]).lower() in _ARTICLES:
+                j += 1
+            if j < len(words) and j not in out and not re.search(r"[.!?;:,]$", words[v]):
+                out[j] = "object"
+    return out
+
+
+def _beam_words(best: Sequence[str], other: str) -> dict[int, str]:
+    """Words another beam has where the best has ``best[i]`` (aligned by difflib), by index."""
+    theirs = other.split()
+    a, b = [bare(w).lower() for w in best], [bare(w).lower() for w in theirs]
+    out: dict[int, str] = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag in ("replace", "delete"):
+            said = " ".join(bare(w) for w in theirs[j1:j2])
+            if _squash(" ".join(a[i1:i2])) == _squash(said):
+                continue  # the same words spelled apart ("settings.py", "settings dot py", "fix log", "fixlog")
+            for i in range(i1, i2):
+                out.setdefault(i, said)
+    return out
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", re.sub(r"\bdot\b", "", text.lower()))
+
+
+def find_flags(
+    text: str,
+    evidence: Evidence,
+    names: Sequence[str] = (),
+    considered: Sequence[Scored] = (),
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+) -> tuple[Flag, ...]:
+    """The unsure deciding words of ``text`` (after snapping), each with up to three alternatives."""
+    words = text.split()
+    probs = dict(enumerate(p for _, p in evidence.words)) if len(evidence.words) == len(words) else {}
+    beams = [(_beam_words(words, h), gap) for h, gap in evidence.hypotheses]
+    flags: list[Flag] = []
+    for i, kind in sorted(deciding_positions(words, names, thresholds.objects).items()):
+        heard = bare(words[i])
+        reasons: list[str] = []
+        # Alternatives with a rank: what the audio was scored on first, then the beams' lexicon words, then
+        # lexicon words that sound like what was heard (nearest first), like a beam's word, other beam words.
+        ranked: list[tuple[float, str]] = []
+        p = probs.get(i, 1.0)
+        if p < thresholds.probability:
+            reasons.append(f"p={p:.2f}")
+        beam_words: list[str] = []
+        for other, gap in beams:
+            if i in other:
+                # Every beam's word is a likely alternative; only one nearly as good as the best is a doubt.
+                if gap <= thresholds.beam_gap:
+                    reasons.append(f"beam {gap:.2f}")
+                beam_words.append(other[i])
+        for sc in sorted((sc for sc in considered if sc.candidate.index == i), key=lambda sc: -sc.gap):
+            if sc.candidate.word.lower() != heard.lower():
+                if sc.gap >= -thresholds.snap_gap:
+                    reasons.append(f"sounds like {sc.candidate.word} ({sc.gap:.1f})")
+                ranked.append((0.0, sc.candidate.word))
+            else:  # snapping took this word: what was heard is the alternative
+                reasons.append(f"snapped from {sc.candidate.heard} ({sc.gap:.1f})")
+                ranked.append((0.0, sc.candidate.heard))
+        if evidence.fallback and kind == "verb":
+            reasons.append("fallback")
+        if not reasons:
+            continue
+        vocabulary = (*DEV_VERBS, *names) if kind in ("verb", "object") else (*names, *DECIDING_NOUNS)
+        known = {w.lower() for w in (*vocabulary, *DECIDING_NOUNS)}
+        ranked += [(1.0 if w.lower() in known else 5.0, w) for w in beam_words]
+        for base, said in ((2.0, heard), *((3.0, w) for w in beam_words)):
+            if " " in said:
+                continue
+            ranked += [
+                (
+                    base
+                    + key_distance(phonetic_key(said), phonetic_key(w)) / 10
+                    + edit_distance(said.lower(), w.lower()) / 100,
+                    w,
+                )
+                for w in vocabulary
+                if " " not in w and sounds_like(said, w)
+            ]
+        picked = _unique([w for _, w in sorted(ranked, key=lambda r: r[0])], heard)
+        flags.append(Flag(i, heard, tuple(picked[:_MAX_ALTERNATIVES]), ", ".join(reasons)))
+    return tuple(flags)
+
+
+def _unique(words: Sequence[str], heard: str) -> list[str]:
+    seen = {heard.lower()}
+    out: list[str] = []
+    for w in words:
+        w = w.strip()
+        if w and w.lower() not in seen:
+            seen.add(w.lower())
+            out.append(w)
+    return out
+
+
+def substitute(text: str, index: int, word: str) -> str:
+    """``text`` with the word at ``index`` (of ``text.split()``) replaced, its punctuation and capital kept."""
+    words = text.split()
+    token = words[index]
+    m = re.match(r"^([^A-Za-z0-9]*)(.*?)([^A-Za-z0-9]*)$", token)
+    lead, core, tail = (m.group(1), m.group(2), m.group(3)) if m else ("", token, "")
+    if core[:1].isupper() and word[:1].islower():
+        word = word[:1].upper() + word[1:]
+    words[index] = lead + word + tail
+    return " ".join(words)

@@ -1,0 +1,185 @@
+"""A spoken answer to a waiting prompt, chosen by scoring the prompt's few answers against the audio.
+
+Transcribing a one-word reply is the hard way to hear it: tiny.en, free to write anything, writes "Hello."
+for "allow" and "Good night." for "deny it". While a prompt waits there are only a few things the owner is
+likely to say, so each of them ("Allow.", "Yes, allow it.", "Deny.", "Allow for this session." …) is forced
+through the decoder against the note's audio and scored by its log-probability, the way whisper.cpp's
+command mode picks from its list (``Transcriber.score_answers``). The end of the utterance is scored too, so
+"Allow." does not win over "Allow the deploy to staging and run the tests." just by being shorter.
+
+"None of these" is the free transcription, scored the same way: when the best answer falls far below it
+(``MARGIN`` nats), the note said something else ("what time is it") and the transcript's own reading
+(bot.voice.intent) stands, an instruction or an ambiguous mix. An answer within the margin is taken only when
+it beats every phrase of the other answers by ``SEPARATION`` nats; when the scores and the transcript's words
+name two different answers, the owner is asked again: a misheard answer is never acted on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bot.errors import VoiceError
+from bot.voice.intent import MAX_ANSWER_WORDS, Choice, PromptKind, VoiceAnswer, interpret
+
+if TYPE_CHECKING:
+    from bot.voice.transcribe import Transcriber, Transcript
+
+__all__ = [
+    "MARGIN",
+    "MAX_ANSWER_SECONDS",
+    "PHRASES",
+    "SEPARATION",
+    "Scored",
+    "decide",
+    "score_answer",
+    "whole_scores",
+]
+
+# Measured with bench/voice_answers.py (docs/benchmarks.md, "Voice: prompt answers by scoring").
+MARGIN = 6.0  # nats an answer may score below the free transcript and still be what was said
+SEPARATION = 2.0  # nats the best answer must beat every phrase of the other answers by
+MAX_ANSWER_SECONDS = 10.0  # a longer note is not a reply: it is not scored (each phrase costs a decoder pass)
+_WINDOW_FRAMES = 3000  # Whisper's 30 s window in mel frames
+
+# What the owner says to each prompt, as Whisper writes it (capital, full stop): several carriers of each
+# answer, since the end of the utterance is scored and "Allow it." is not "Allow.". "Yes"/"no" answer every
+# prompt, as its first or its refusing button.
+PHRASES: dict[PromptKind, dict[Choice, tuple[str, ...]]] = {
+    "approval": {
+        "allow": ("Allow.", "Allow it.", "Yes.", "Yes, allow.", "Yes, allow it.", "Go ahead."),
+        "deny": ("Deny.", "Deny it.", "No.", "No, deny.", "No, deny it."),
+        "allow_session": ("Allow for this session.", "Allow it for this session.", "Yes, for this session."),
+    },
+    "confirmation": {
+        "run": ("Run it.", "Run.", "Yes.", "Yes, run it.", "Go ahead."),
+        "cancel": ("Cancel.", "Cancel it.", "No.", "No, cancel."),
+    },
+    "review": {
+        "keep": ("Keep.", "Keep it.", "Yes.", "Yes, keep it."),
+        "forget": ("Forget.", "Forget it.", "No.", "No, forget it."),
+    },
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """The scores behind a decision: the best phrase and its choice, the best of any other choice, and the
+    free transcript's own score (all log-probabilities of the whole utterance, end included)."""
+
+    choice: Choice
+    phrase: str
+    score: float
+    runner_up: float
+    heard: float
+
+
+def decide(
+    kind: PromptKind, heard: str, scored: Scored | None, *, margin: float = MARGIN, separation: float = SEPARATION
+) -> VoiceAnswer:
+    """The answer a note gives: the transcript's reading (bot.voice.intent), corrected by the scores.
+
+    The scores decide only when an answer explains the audio about as well as the free transcript (within
+    ``margin``); one that beats the other answers by ``separation`` rescues a misheard reply ("Hello." for
+    "allow"); if the transcript's words name another answer, it is ambiguous.
+    """
+    read = interpret(heard, kind)
+    if scored is None or scored.score < scored.heard - margin:
+        return read  # none of the answers: the words as written decide (an instruction, usually)
+    if read.outcome == "answer":
+        agree = read.choice == scored.choice
+        return read if agree else VoiceAnswer("ambiguous", None, read.heard)
+    if scored.score - scored.runner_up >= separation:
+        return VoiceAnswer("answer", scored.choice, scored.phrase.rstrip("."))
+    return VoiceAnswer("ambiguous", None, read.heard)
+
+
+async def score_answer(
+    transcriber: Transcriber, audio: bytes, kind: PromptKind, transcript: Transcript, *, prompt: str | None = None
+) -> Scored | None:
+    """Score ``kind``'s answers and the free transcript against the note; None when the note is no reply
+    (long, many words, silent) or the backend cannot score (openai-whisper). ``prompt``: the decoder's
+    context for all of them (None: none)."""
+    heard = " ".join(transcript.heard.split())
+    if not heard or transcript.duration_s > MAX_ANSWER_SECONDS or len(heard.split()) > MAX_ANSWER_WORDS * 2:
+        return None
+    table = PHRASES[kind]
+    phrases = [(choice, phrase) for choice, said in table.items() for phrase in said]
+    try:
+        scores = await transcriber.score_answers(
+            audio, [heard, *(p for _, p in phrases)], prompt=prompt, language=transcript.language or None
+        )
+    except VoiceError:
+        return None
+    best: dict[Choice, tuple[float, str]] = {}
+    for (choice, phrase), score in zip(phrases, scores[1:], strict=True):
+        if choice not in best or score > best[choice][0]:
+            best[choice] = (score, phrase)
+    ranked = sorted(best.items(), key=lambda item: item[1][0], reverse=True)
+    (choice, (score, phrase)), rest = ranked[0], ranked[1:]
+    runner_up = rest[0][1][0] if rest else float("-inf")
+    return Scored(choice, phrase, score, runner_up, scores[0])
+
+
+# --- worker thread only below this line (called by Transcriber.score_answers) ---
+
+
+def whole_scores(
+    model: Any, samples: np.ndarray[Any, Any], prompt: str | None, language: str, texts: Sequence[str]
+) -> list[float]:
+    """Log-probability of each text as all the first 30 s window says: its tokens and then the end of text.
+
+    ``model``: a loaded faster-whisper ``WhisperModel``. CTranslate2's ``align`` gives the tokens' probabilities
+    but not the end's (it reports 0 for it), so each text is given to ``generate`` as a forced prefix with
+    the vocabulary's logits returned: step i's distribution scores token i, and the step after the last
+    token scores the end. Greedy decoding continues a few steps past the prefix at most (``max_length``).
+    """
+    from faster_whisper.audio import pad_or_trim  # type: ignore[import-untyped]
+    from faster_whisper.tokenizer import Tokenizer  # type: ignore[import-untyped]
+    from faster_whisper.transcribe import get_ctranslate2_storage  # type: ignore[import-untyped]
+
+    ct2 = model.model
+    features = pad_or_trim(model.feature_extractor(samples)[:, :_WINDOW_FRAMES])
+    encoded = ct2.encode(get_ctranslate2_storage(np.expand_dims(features, 0)))
+    tokenizer = Tokenizer(model.hf_tokenizer, ct2.is_multilingual, task="transcribe", language=language)
+    previous = tokenizer.encode(" " + prompt.strip()) if prompt else []
+    start = model.get_prompt(tokenizer, previous, without_timestamps=True)
+    scores: list[float] = []
+    for text in texts:
+        tokens = tokenizer.encode(" " + text.strip())
+        steps = _steps(ct2, encoded, start, tokens) if tokens else []
+        if len(steps) <= len(tokens) or not tokens:
+            scores.append(float("-inf"))
+            continue
+        logprobs = [_log_softmax(steps[i])[t] for i, t in enumerate(tokens)]
+        scores.append(float(sum(logprobs) + _log_softmax(steps[len(tokens)])[tokenizer.eot]))
+    return scores
+
+
+def _steps(ct2: Any, encoded: Any, start: list[int], tokens: list[int]) -> list[Any]:
+    """The decoder's logits at each step of ``tokens`` forced after ``start``, and at least one step more."""
+    # How CTranslate2 counts max_length against a forced prefix is not documented: a generous limit, and a
+    # second try with more room if the step after the prefix is missing.
+    for room in (len(start) + 2 * len(tokens) + 4, 448):
+        result = ct2.generate(
+            encoded,
+            [start + tokens],
+            beam_size=1,
+            max_length=room,
+            return_logits_vocab=True,
+            suppress_blank=False,
+            suppress_tokens=[],
+        )[0]
+        steps: list[Any] = list(result.logits[0]) if result.logits else []
+        if len(steps) > len(tokens):
+            return steps
+    return []
+
+
+def _log_softmax(logits: Any) -> np.ndarray[Any, np.dtype[np.float64]]:
+    values = np.asarray(logits, dtype=np.float64)
+    top = float(values.max())
+    return values - top - float(np.log(np.exp(values - top).sum()))
