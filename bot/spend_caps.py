@@ -32,6 +32,19 @@ __all__ = ["Breach", "RunMeter", "SpendBook", "SpendCapReached", "cost_lines", "
 Scope = Literal["day", "project", "run", "user"]
 RUN_VAR, DAY_VAR, PROJECT_VAR = "MACUPOS_RUN_BUDGET_USD", "MACUPOS_DAILY_BUDGET_USD", "MACUPOS_PROJECT_BUDGETS"
 USER_VAR = "MACUPOS_USER_DAILY_BUDGET_USD"  # each person's day (bot.roles), the owner's runs left out
+_RESTART = "in the environment or .env and restart the bot"
+# The caps of a day, by scope: which cap (its variable and value) and how to raise it ({cap}, {project}: the Breach's).
+_DAY_CAPS: Mapping[str, tuple[str, str]] = {
+    "day": (f"today's cap for all sessions ({DAY_VAR}={{cap:g}})", f"To spend more today, raise {DAY_VAR} {_RESTART}."),
+    "project": (
+        f"today's cap for project {{project}} ({PROJECT_VAR} {{project}}={{cap:g}})",
+        f"To spend more on {{project}} today, raise {{project}}=… in {PROJECT_VAR} {_RESTART}.",
+    ),
+    "user": (
+        f"today's cap for each person's instructions ({USER_VAR}={{cap:g}})",
+        f"The owner can raise {USER_VAR} {_RESTART}; the owner's own instructions are not under it.",
+    ),
+}
 
 
 class SpendCapReached(BotError, RelayError):  # a RelayError: the relay ends the stage on it
@@ -53,12 +66,8 @@ class Breach:
     @property
     def what(self) -> str:
         """Which cap, with the variable (or the schedule) that sets it and its value."""
-        if self.scope == "day":
-            return f"today's cap for all sessions ({DAY_VAR}={self.cap:g})"
-        if self.scope == "project":
-            return f"today's cap for project {self.project} ({PROJECT_VAR} {self.project}={self.cap:g})"
-        if self.scope == "user":
-            return f"today's cap for each person's instructions ({USER_VAR}={self.cap:g})"
+        if self.scope in _DAY_CAPS:
+            return _DAY_CAPS[self.scope][0].format(cap=self.cap, project=self.project)
         if self.own_budget:
             kind, _, ref = self.origin.partition(":")
             by = f"schedule {ref}'s budget={self.cap:g}" if kind == "schedule" else f"its budget={self.cap:g}"
@@ -67,18 +76,13 @@ class Breach:
 
     @property
     def how_to_raise(self) -> str:
-        restart = "in the environment or .env and restart the bot"
-        if self.scope == "day":
-            return f"To spend more today, raise {DAY_VAR} {restart}."
-        if self.scope == "project":
-            return f"To spend more on {self.project} today, raise {self.project}=… in {PROJECT_VAR} {restart}."
-        if self.scope == "user":
-            return f"The owner can raise {USER_VAR} {restart}; the owner's own instructions are not under it."
+        if self.scope in _DAY_CAPS:
+            return _DAY_CAPS[self.scope][1].format(cap=self.cap, project=self.project)
         if self.own_budget and self.origin.startswith("schedule:"):
             return "To let its runs spend more, make the schedule again with a higher budget=USD (/every, /at)."
         if self.own_budget:
             return "To let such a run spend more, give it a higher budget=USD."
-        return f"To let runs spend more, raise {RUN_VAR} {restart}; a schedule's runs take budget=USD (/every, /at)."
+        return f"To let runs spend more, raise {RUN_VAR} {_RESTART}; a schedule's runs take budget=USD (/every, /at)."
 
 
 def stop_text(b: Breach, run_spent: float, label: str = "") -> str:

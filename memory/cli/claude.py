@@ -35,35 +35,32 @@ _project_dir = click.option(
 )
 
 
-def _edit_hooks(ctx: click.Context, scope: str, project_dir: Path, *, install: bool) -> None:
-    from memory import hooks
+def _hooks_command(name: str, *, install: bool, help: str) -> None:
+    """``macupos memory hooks NAME``: install or uninstall our hooks in the scope's settings.json."""
 
-    settings = settings_of(ctx)
-    where: Literal["user", "project"] = "project" if scope == "project" else "user"
-    path = hooks.settings_path_for(where, claude_config_dir=settings.claude_config_dir, project_dir=project_dir)
-    try:
-        result = (hooks.install if install else hooks.uninstall)(path, self_command())
-    except MemoryStoreError as exc:
-        raise click.ClickException(str(exc)) from exc
-    click.echo(f"{path}: {result}")
+    @hooks_group.command(name, help=help)
+    @_scope
+    @_project_dir
+    @click.pass_context
+    def command(ctx: click.Context, scope: str, project_dir: Path) -> None:
+        from memory import hooks
 
-
-@hooks_group.command("install")
-@_scope
-@_project_dir
-@click.pass_context
-def hooks_install(ctx: click.Context, scope: str, project_dir: Path) -> None:
-    """Merge our hooks into Claude Code's settings.json (a backup is made first; running twice is harmless)."""
-    _edit_hooks(ctx, scope, project_dir, install=True)
+        settings = settings_of(ctx)
+        where: Literal["user", "project"] = "project" if scope == "project" else "user"
+        path = hooks.settings_path_for(where, claude_config_dir=settings.claude_config_dir, project_dir=project_dir)
+        try:
+            result = (hooks.install if install else hooks.uninstall)(path, self_command())
+        except MemoryStoreError as exc:
+            raise click.ClickException(str(exc)) from exc
+        click.echo(f"{path}: {result}")
 
 
-@hooks_group.command("uninstall")
-@_scope
-@_project_dir
-@click.pass_context
-def hooks_uninstall(ctx: click.Context, scope: str, project_dir: Path) -> None:
-    """Remove only our hooks from Claude Code's settings.json."""
-    _edit_hooks(ctx, scope, project_dir, install=False)
+_hooks_command(
+    "install",
+    install=True,
+    help="Merge our hooks into Claude Code's settings.json (a backup is made first; running twice is harmless).",
+)
+_hooks_command("uninstall", install=False, help="Remove only our hooks from Claude Code's settings.json.")
 
 
 @click.command("hook", hidden=True)

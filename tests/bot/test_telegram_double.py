@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import datetime as dtm
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
 import pytest
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.error import BadRequest, InvalidToken, RetryAfter
-from telegram.ext import Application, ApplicationBuilder, ContextTypes, MessageHandler, filters
+from telegram.ext import ApplicationBuilder, ContextTypes, MessageHandler, filters
 
 from tests.doubles.telegram import MAX_DOWNLOAD, HtmlError, TelegramDouble, check_html
 
@@ -29,21 +30,11 @@ async def bot(telegram_double: TelegramDouble) -> AsyncIterator[Bot]:
         yield b
 
 
-async def running(app: Application[Any, Any, Any, Any, Any, Any]) -> None:
-    await app.initialize()
-    await app.start()
-    assert app.updater is not None
-    await app.updater.start_polling(timeout=10)
+@asynccontextmanager
+async def echo_running(tg: TelegramDouble) -> AsyncIterator[list[str]]:
+    """A real PTB application polling the double, replying "echo: …" to each text: the texts it has seen."""
+    seen: list[str] = []
 
-
-async def stopped(app: Application[Any, Any, Any, Any, Any, Any]) -> None:
-    assert app.updater is not None
-    await app.updater.stop()
-    await app.stop()
-    await app.shutdown()
-
-
-def echo_app(tg: TelegramDouble, seen: list[str]) -> Application[Any, Any, Any, Any, Any, Any]:
     async def echo(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         assert update.effective_message is not None and update.effective_message.text is not None
         seen.append(update.effective_message.text)
@@ -51,20 +42,24 @@ def echo_app(tg: TelegramDouble, seen: list[str]) -> Application[Any, Any, Any, 
 
     app = ApplicationBuilder().token(tg.token).base_url(tg.base_url).base_file_url(tg.base_file_url).build()
     app.add_handler(MessageHandler(filters.TEXT, echo))
-    return app
+    await app.initialize()
+    await app.start()
+    assert app.updater is not None
+    await app.updater.start_polling(timeout=10)
+    try:
+        yield seen
+    finally:
+        await app.updater.stop()
+        await app.stop()
+        await app.shutdown()
 
 
 async def test_real_ptb_application_polls_and_replies_through_the_double(telegram_double: TelegramDouble) -> None:
     tg = telegram_double
-    seen: list[str] = []
-    app = echo_app(tg, seen)
-    await running(app)
-    try:
+    async with echo_running(tg) as seen:
         tg.push_message(OWNER, CHAT, "hello")
         tg.push_message(OWNER, CHAT, "/status now")
         await tg.wait_for(lambda: len(tg.texts(CHAT)) == 2)
-    finally:
-        await stopped(app)
     assert tg.texts(CHAT) == ["echo: hello", "echo: /status now"]
     assert seen == ["hello", "/status now"]
     assert tg.pending == []  # the updater confirmed both by offset on its way out
@@ -79,30 +74,20 @@ async def test_unconfirmed_update_reaches_a_restarted_application(telegram_doubl
     # a first bot fetched it but died before confirming
     async with aiohttp.ClientSession() as http, http.post(url, data={"timeout": "0"}) as r:
         assert [u["update_id"] for u in (await r.json())["result"]] == [update["update_id"]]
-    seen: list[str] = []
-    app = echo_app(tg, seen)
-    await running(app)
-    try:
+    async with echo_running(tg) as seen:
         await tg.wait_for(lambda: seen)
-    finally:
-        await stopped(app)
     assert seen == ["before the crash"]
     assert tg.deliveries(update["update_id"]) == 2
 
 
 async def test_deliver_again_redelivers_a_confirmed_update(telegram_double: TelegramDouble) -> None:
     tg = telegram_double
-    seen: list[str] = []
-    app = echo_app(tg, seen)
-    await running(app)
-    try:
+    async with echo_running(tg) as seen:
         update = tg.push_message(OWNER, CHAT, "once")
         await tg.wait_for(lambda: len(seen) == 1)
         tg.deliver_again(update["update_id"])
         tg.deliver_again(update["update_id"])
         await tg.wait_for(lambda: len(seen) == 3)
-    finally:
-        await stopped(app)
     assert tg.deliveries(update["update_id"]) == 3
 
 
@@ -449,14 +434,9 @@ async def test_application_replies_in_the_topic_it_was_written_in(telegram_doubl
     tg.make_forum(FORUM)
     async with make_bot(tg) as b:
         tid = (await b.create_forum_topic(FORUM, "feature/echo")).message_thread_id
-    seen: list[str] = []
-    app = echo_app(tg, seen)
-    await running(app)
-    try:
+    async with echo_running(tg):
         pushed = tg.push_message(OWNER, FORUM, "ping", message_thread_id=tid)["message"]
         await tg.wait_for(lambda: tg.texts(FORUM))
-    finally:
-        await stopped(app)
     assert tg.texts_in(FORUM, tid) == ["echo: ping"]
     (reply,) = [c.result for c in tg.calls("sendMessage")]
     assert reply["reply_to_message"]["message_id"] == pushed["message_id"]

@@ -17,6 +17,14 @@ from memory.ingest import IngestReport
 from memory.settings import MemorySettings
 
 
+def user_line(session_id: str, uuid: str, timestamp: str, content: object) -> str:
+    """One user message of a Claude Code transcript, as its JSONL line (without the newline)."""
+    message = {"role": "user", "content": content}
+    return json.dumps(
+        {"type": "user", "timestamp": timestamp, "sessionId": session_id, "uuid": uuid, "message": message}
+    )
+
+
 async def test_every_fixture_ingests_and_yields_handoffs(settings: MemorySettings, transcripts: Path) -> None:
     async with await Eywa.open(settings) as eywa:
         report = await eywa.ingest([transcripts], use_llm=False)
@@ -52,15 +60,9 @@ async def test_grown_file_updates_only_its_session(settings: MemorySettings, tra
     path = transcripts / "simonw" / "sample_session.jsonl"
     async with await Eywa.open(settings) as eywa:
         await eywa.ingest([transcripts], use_llm=False)
-        line = {
-            "type": "user",
-            "timestamp": "2025-12-24T10:05:00.000Z",
-            "sessionId": "test-session-id",
-            "uuid": "msg-100",
-            "message": {"role": "user", "content": "Now add a farewell docstring"},
-        }
+        line = user_line("test-session-id", "msg-100", "2025-12-24T10:05:00.000Z", "Now add a farewell docstring")
         with path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(line) + "\n")
+            fh.write(line + "\n")
         report = await eywa.ingest([transcripts], use_llm=False)
         view = await eywa.show("test-session-id")
     assert report.sessions_updated == 1 and report.sessions_new == 0
@@ -70,23 +72,15 @@ async def test_grown_file_updates_only_its_session(settings: MemorySettings, tra
 
 
 async def test_a_grown_file_reports_only_its_new_bad_lines(settings: MemorySettings, tmp_path: Path) -> None:
-    def user_line(n: int, text: str) -> str:
-        return json.dumps(
-            {
-                "type": "user",
-                "timestamp": f"2025-12-24T10:0{n}:00.000Z",
-                "sessionId": "grow",
-                "uuid": f"u{n}",
-                "message": {"role": "user", "content": text},
-            }
-        )
+    def grow_line(n: int, text: str) -> str:
+        return user_line("grow", f"u{n}", f"2025-12-24T10:0{n}:00.000Z", text)
 
     path = tmp_path / "grow.jsonl"
-    path.write_text(user_line(1, "start the work") + "\n{not json\n")
+    path.write_text(grow_line(1, "start the work") + "\n{not json\n")
     async with await Eywa.open(settings) as eywa:
         first = await eywa.ingest([path], use_llm=False)
         with path.open("a", encoding="utf-8") as fh:
-            fh.write(user_line(2, "carry on") + "\n{also not json\n")
+            fh.write(grow_line(2, "carry on") + "\n{also not json\n")
         second = await eywa.ingest([path], use_llm=False)
     assert [p.line_no for p in first.problems] == [2]
     assert [p.line_no for p in second.problems] == [4] and sum(second.lines_skipped.values()) == 1
@@ -111,15 +105,7 @@ async def test_progress_moves_inside_a_long_file(settings: MemorySettings, tmp_p
 
 async def test_half_written_last_line_is_tolerated_then_completed(settings: MemorySettings, transcripts: Path) -> None:
     path = transcripts / "simonw" / "sample_session.jsonl"
-    line = json.dumps(
-        {
-            "type": "user",
-            "timestamp": "2025-12-24T10:06:00.000Z",
-            "sessionId": "test-session-id",
-            "uuid": "msg-101",
-            "message": {"role": "user", "content": "live tail line"},
-        }
-    )
+    line = user_line("test-session-id", "msg-101", "2025-12-24T10:06:00.000Z", "live tail line")
     with path.open("a", encoding="utf-8") as fh:
         fh.write(line[:40])  # the CLI is mid-write
     async with await Eywa.open(settings) as eywa:
@@ -391,9 +377,7 @@ async def test_a_lone_surrogate_in_a_transcript_is_replaced_and_loses_nothing_el
 ) -> None:
     # "\ud83d" alone is valid JSON (a broken emoji, as JavaScript writes it) but not encodable as UTF-8.
     def line(sid: str, text: str) -> str:
-        message = {"role": "user", "content": [{"type": "text", "text": text}]}
-        return json.dumps({"type": "user", "uuid": "u1", "sessionId": sid, "timestamp": "2026-11-29T21:00:00Z",
-                           "message": message}) + "\n"  # fmt: skip
+        return user_line(sid, "u1", "2026-11-29T21:00:00Z", [{"type": "text", "text": text}]) + "\n"
 
     (tmp_path / "a.jsonl").write_text(line("broken-emoji", "fix surrogate \ud83d broken"))
     (tmp_path / "b.jsonl").write_text(line("fine", "a perfectly ordinary session about walruses"))
@@ -435,9 +419,7 @@ async def test_a_session_in_two_files_stays_with_the_copy_that_goes_further_what
     folder.mkdir()
 
     def line(n: int, text: str) -> str:
-        stamp = f"2026-02-03T00:0{n}:00Z"
-        msg = {"role": "user", "content": text}
-        return json.dumps({"type": "user", "uuid": f"u{n}", "sessionId": "twin", "timestamp": stamp, "message": msg})
+        return user_line("twin", f"u{n}", f"2026-02-03T00:0{n}:00Z", text)
 
     live, stale = folder / "a-live.jsonl", folder / "b-copy.jsonl"  # the stale copy sorts last
     stale.write_text(line(1, "the narwhal session, first message") + "\n")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from relay.codex import CodexEngine, codex_cost, find_rollout
+from relay.codex import CodexEngine, CodexTurn, codex_cost, find_rollout
 from relay.errors import CodexError, RelayTimeoutError
 from relay.stages import DEFAULT_STAGES, HIGHEST, StageConfig, stage_configs
 from tests.doubles.openai import ExecCommand, Garbage, HttpError, OpenAIDouble, Stall, Text, input_texts
@@ -69,13 +69,20 @@ async def test_plan_turn_sends_the_stage_effort_and_model_and_returns_answer_thr
     assert turn.rollout_path == find_rollout(Path(engine.codex_home), turn.thread_id)
 
 
+async def write_a_file(
+    engine: CodexEngine, openai_double: OpenAIDouble, project: Path, stage: str, answer: str
+) -> tuple[Path, CodexTurn]:
+    """A turn in ``stage`` whose model runs ``echo hi > out.txt`` and then answers ``answer``: the file, the turn."""
+    target = project / "out.txt"
+    openai_double.enqueue(ExecCommand(f"echo hi > {target}"), answer)
+    turn = await engine.run_turn("write a file", stage=stage, cwd=project, config=DEFAULT_STAGES[stage])
+    return target, turn
+
+
 async def test_read_only_stage_cannot_write_files(
     engine: CodexEngine, openai_double: OpenAIDouble, project: Path
 ) -> None:
-    target = project / "out.txt"
-    openai_double.enqueue(ExecCommand(f"echo hi > {target}"), "could not write")
-
-    turn = await engine.run_turn("write a file", stage="research", cwd=project, config=DEFAULT_STAGES["research"])
+    target, turn = await write_a_file(engine, openai_double, project, "research", "could not write")
 
     assert not target.exists()
     assert "Read-only file system" in input_texts(openai_double.bodies[-1])[-1]
@@ -85,10 +92,7 @@ async def test_read_only_stage_cannot_write_files(
 async def test_execute_stage_writes_in_the_workspace(
     engine: CodexEngine, openai_double: OpenAIDouble, project: Path
 ) -> None:
-    target = project / "out.txt"
-    openai_double.enqueue(ExecCommand(f"echo hi > {target}"), "written")
-
-    turn = await engine.run_turn("write a file", stage="execute", cwd=project, config=DEFAULT_STAGES["execute"])
+    target, turn = await write_a_file(engine, openai_double, project, "execute", "written")
 
     assert target.read_text() == "hi\n"
     assert turn_metadata(openai_double.bodies[0])["sandbox_mode"] == "workspace-write"

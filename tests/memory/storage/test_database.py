@@ -7,6 +7,7 @@ import contextlib
 import sqlite3
 import sys
 import textwrap
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -15,15 +16,21 @@ from memory.errors import NotADatabaseError, SchemaTooNewError
 from memory.storage.database import SCHEMA_VERSION, Database
 
 
-async def test_new_database_gets_current_schema_in_wal_mode(tmp_path: Path) -> None:
-    db = await Database.open(tmp_path / "m.db")
+@contextlib.asynccontextmanager
+async def opened(path: Path) -> AsyncIterator[Database]:
+    db = await Database.open(path)
     try:
+        yield db
+    finally:
+        await db.close()
+
+
+async def test_new_database_gets_current_schema_in_wal_mode(tmp_path: Path) -> None:
+    async with opened(tmp_path / "m.db") as db:
         assert await db.schema_version() == SCHEMA_VERSION
         async with db.conn.execute("PRAGMA journal_mode") as cur:
             row = await cur.fetchone()
         assert row is not None and row[0] == "wal"
-    finally:
-        await db.close()
 
 
 async def test_reopening_keeps_data_and_does_not_migrate_twice(tmp_path: Path) -> None:
@@ -31,22 +38,16 @@ async def test_reopening_keeps_data_and_does_not_migrate_twice(tmp_path: Path) -
     async with db.write() as conn:
         await conn.execute("INSERT INTO meta(key, value) VALUES ('k', 'v')")
     await db.close()
-    db = await Database.open(tmp_path / "m.db")
-    try:
-        async with db.conn.execute("SELECT value FROM meta WHERE key = 'k'") as cur:
-            assert await cur.fetchone() == ("v",)
-    finally:
-        await db.close()
+    async with opened(tmp_path / "m.db") as db, db.conn.execute("SELECT value FROM meta WHERE key = 'k'") as cur:
+        assert await cur.fetchone() == ("v",)
 
 
 async def test_reads_see_committed_writes_only_and_cannot_write(tmp_path: Path) -> None:
-    db = await Database.open(tmp_path / "m.db")
-
     def value(conn: sqlite3.Connection) -> object:
         row = conn.execute("SELECT value FROM meta WHERE key = 'k'").fetchone()
         return row[0] if row else None
 
-    try:
+    async with opened(tmp_path / "m.db") as db:
         assert await db.read(value) is None
         async with db.write() as conn:
             await conn.execute("INSERT INTO meta(key, value) VALUES ('k', 'v')")
@@ -55,21 +56,16 @@ async def test_reads_see_committed_writes_only_and_cannot_write(tmp_path: Path) 
         with pytest.raises(sqlite3.OperationalError, match="readonly"):
             await db.read(lambda conn: conn.execute("DELETE FROM meta"))
         assert await db.read(value) == "v"  # and the failed read left no transaction open
-    finally:
-        await db.close()
 
 
 async def test_write_rolls_back_on_error(tmp_path: Path) -> None:
-    db = await Database.open(tmp_path / "m.db")
-    try:
+    async with opened(tmp_path / "m.db") as db:
         with pytest.raises(RuntimeError):
             async with db.write() as conn:
                 await conn.execute("INSERT INTO meta(key, value) VALUES ('k', 'v')")
                 raise RuntimeError("boom")
         async with db.conn.execute("SELECT count(*) FROM meta") as cur:
             assert await cur.fetchone() == (0,)
-    finally:
-        await db.close()
 
 
 async def test_non_sqlite_file_is_a_clear_error(tmp_path: Path) -> None:
@@ -154,19 +150,15 @@ async def test_three_writer_processes_and_a_reader_lose_nothing(tmp_path: Path) 
     for proc, (_out, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err.decode()
         assert b"locked" not in err
-    db = await Database.open(path)
-    try:
+    async with opened(path) as db:
         async with db.conn.execute("SELECT count(*) FROM meta WHERE value = ?", ("x" * 64,)) as cur:
             assert await cur.fetchone() == (3 * n,)
         async with db.conn.execute("PRAGMA integrity_check") as cur:
             assert await cur.fetchone() == ("ok",)
-    finally:
-        await db.close()
 
 
 async def test_a_cancel_while_the_write_lock_is_taken_leaves_no_open_transaction(tmp_path: Path) -> None:
-    db = await Database.open(tmp_path / "m.db")
-    try:
+    async with opened(tmp_path / "m.db") as db:
         for _ in range(20):  # cancel at different points of BEGIN / body / COMMIT
 
             async def writer() -> None:
@@ -181,5 +173,3 @@ async def test_a_cancel_while_the_write_lock_is_taken_leaves_no_open_transaction
         async with db.write() as conn:  # would raise "cannot start a transaction within a transaction"
             await conn.execute("INSERT INTO meta(key, value) VALUES ('after', 'ok')")
         assert not db.conn.in_transaction
-    finally:
-        await db.close()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,38 @@ def _opt(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _counts(value: Any) -> dict[str, int]:
+    return {str(k): int(v) for k, v in value.items()}
+
+
+_NEEDED = object()  # the key must be there: a KeyError without it
+
+# How a field reads the key of its name: the conversion, and what stands in for a missing key.
+_READS: dict[str, tuple[Callable[[Any], Any], Any]] = {
+    "req": (str, _NEEDED),
+    "str": (str, ""),
+    "main": (str, "main"),  # a session's kind: main unless said
+    "blank": (lambda v: str(v or ""), None),  # null reads as "" too
+    "opt": (_opt, None),
+    "float": (float, _NEEDED),
+    "int": (int, 0),
+    "int?": (lambda v: int(v) if isinstance(v, int) else None, None),
+    "strs": (_strs, None),
+    "counts": (_counts, {}),
+    "json": (lambda v: v, None),
+}
+
+
+def _read(data: dict[str, Any], spec: str) -> dict[str, Any]:
+    """The fields ``spec`` names (``name:how`` a field, how as in _READS) read from ``data``."""
+    fields: dict[str, Any] = {}
+    for item in spec.split():
+        name, _, how = item.partition(":")
+        convert, default = _READS[how]
+        fields[name] = convert(data[name] if default is _NEEDED else data.get(name, default))
+    return fields
+
+
 @dataclass(frozen=True, slots=True)
 class TranscriptUpload:
     """``POST /v1/transcripts``: the sessions the file held, and what was skipped reading it."""
@@ -46,12 +79,9 @@ class TranscriptUpload:
     @classmethod
     def of(cls, data: dict[str, Any]) -> TranscriptUpload:
         return cls(
-            sessions=_strs(data.get("sessions")),
-            counts={str(k): int(v) for k, v in data.get("counts", {}).items()},
-            handoffs_extracted=int(data.get("handoffs_extracted", 0)),
-            bytes=int(data.get("bytes", 0)),
-            problems=int(data.get("problems", 0)),
-            lines_skipped={str(k): int(v) for k, v in data.get("lines_skipped", {}).items()},
+            **_read(
+                data, "sessions:strs counts:counts handoffs_extracted:int bytes:int problems:int lines_skipped:counts"
+            ),
             raw=data,
         )
 
@@ -64,7 +94,7 @@ class HandoffUpload:
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> HandoffUpload:
-        return cls(str(data["session_id"]), int(data.get("imported", 0)), data)
+        return cls(**_read(data, "session_id:req imported:int"), raw=data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,14 +114,11 @@ class GroundingResult:
     @classmethod
     def of(cls, data: dict[str, Any]) -> GroundingResult:
         return cls(
-            session_id=str(data["session_id"]),
-            score=float(data["score"]),
-            date=str(data["date"]),
-            headline=str(data["headline"]),
-            projects=_strs(data.get("projects")),
-            kind=str(data.get("kind", "main")),
-            branch_preference=data.get("branch_preference"),
-            explain=data.get("explain"),
+            **_read(
+                data,
+                "session_id:req score:float date:req headline:req projects:strs kind:main branch_preference:json"
+                " explain:json",
+            ),
             raw=data,
         )
 
@@ -109,14 +136,7 @@ class SearchHit:
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> SearchHit:
-        return cls(
-            session_id=str(data["session_id"]),
-            kind=str(data.get("kind", "main")),
-            parent_id=str(data.get("parent_id") or ""),
-            snippet=str(data.get("snippet", "")),
-            score=float(data["score"]),
-            raw=data,
-        )
+        return cls(**_read(data, "session_id:req kind:main parent_id:blank snippet:str score:float"), raw=data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,14 +156,10 @@ class HandoffSummary:
     @classmethod
     def of(cls, data: dict[str, Any]) -> HandoffSummary:
         return cls(
-            session_id=str(data["session_id"]),
-            date=str(data["date"]),
-            headline=str(data.get("headline", "")),
-            projects=_strs(data.get("projects")),
-            keywords=_strs(data.get("keywords")),
-            substance=int(data.get("substance", 0)),
-            kind=str(data.get("kind", "main")),
-            source=str(data.get("source", "")),
+            **_read(
+                data,
+                "session_id:req date:req headline:str projects:strs keywords:strs substance:int kind:main source:str",
+            ),
             raw=data,
         )
 
@@ -173,7 +189,7 @@ class Stats:
     @classmethod
     def of(cls, data: dict[str, Any]) -> Stats:
         counts = {k: v for k, v in data.items() if k not in {"tenant", "facts"}}
-        facts = {str(k): int(v) for k, v in data.get("facts", {}).items()}
+        facts = _counts(data.get("facts", {}))
         return cls(str(data.get("tenant", "")), facts, counts, data)
 
 
@@ -191,15 +207,7 @@ class ApiKey:
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> ApiKey:
-        return cls(
-            str(data["id"]),
-            str(data["scope"]),
-            str(data.get("tenant", "")),
-            _opt(data.get("label")),
-            str(data.get("created_at", "")),
-            _opt(data.get("revoked_at")),
-            data,
-        )
+        return cls(**_read(data, "id:req scope:req tenant:str label:opt created_at:str revoked_at:opt"), raw=data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,15 +224,7 @@ class NewApiKey:
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> NewApiKey:
-        return cls(
-            str(data["id"]),
-            str(data["key"]),
-            str(data["scope"]),
-            str(data.get("tenant", "")),
-            _opt(data.get("label")),
-            str(data.get("created_at", "")),
-            data,
-        )
+        return cls(**_read(data, "id:req key:req scope:req tenant:str label:opt created_at:str"), raw=data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +237,7 @@ class Webhook:
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> Webhook:
-        return cls(str(data["id"]), str(data["url"]), _strs(data.get("events")), str(data.get("created_at", "")), data)
+        return cls(**_read(data, "id:req url:req events:strs created_at:str"), raw=data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,14 +253,7 @@ class NewWebhook:
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> NewWebhook:
-        return cls(
-            str(data["id"]),
-            str(data["secret"]),
-            str(data.get("url", "")),
-            _strs(data.get("events")),
-            str(data.get("created_at", "")),
-            data,
-        )
+        return cls(**_read(data, "id:req secret:req url:str events:strs created_at:str"), raw=data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,16 +271,9 @@ class Delivery:
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> Delivery:
-        last = data.get("last_status")
         return cls(
-            str(data["id"]),
-            str(data.get("event", "")),
-            str(data.get("status", "")),
-            int(data.get("attempts", 0)),
-            int(last) if isinstance(last, int) else None,
-            str(data.get("created_at", "")),
-            _opt(data.get("delivered_at")),
-            data,
+            **_read(data, "id:req event:str status:str attempts:int last_status:int? created_at:str delivered_at:opt"),
+            raw=data,
         )
 
 
