@@ -59,7 +59,7 @@ class Breach:
     scope: Scope
     cap: float
     spent: float  # the scope's spend: the run's, the day's, or the project's today
-    project: str = ""
+    project: str = ""  # scope "project": its lanes' runs stop too (bot.lane_events); "" for a person's cap
     origin: str = ""  # scope "run": the instruction's origin when its own budget was the cap ("" the default)
     own_budget: bool = False  # scope "run": the cap was the instruction's budget_usd, not MACUPOS_RUN_BUDGET_USD
 
@@ -238,7 +238,7 @@ class SpendBook:
             and self._user_capped(user_id)
             and (spent := self.by_user().get(user_id, 0.0)) >= user_cap
         ):
-            return Breach("user", user_cap, spent, project)
+            return Breach("user", user_cap, spent)  # no project: it must not stop others' runs of the project
         return None
 
 

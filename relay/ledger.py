@@ -74,6 +74,17 @@ class Ledger:
         keeps only those engines' rows (e.g. :data:`SESSION_ENGINES`)."""
         return await self.memory.cost_totals(by, engines=engines)
 
+    async def session_spent(self, session_id: str) -> float:
+        """USD the ledger holds for one Claude session's turns (0 when it keeps none, or none for it)."""
+        try:
+            if not await self.available():
+                return 0.0
+            rows = await self.totals("session", engines=("claude",))
+        except StorageError as exc:  # an unreadable ledger costs the subtraction, never the run
+            logger.warning("spend of session %s not read: %s", session_id, exc)
+            return 0.0
+        return next((r.cost_usd or 0.0 for r in rows if r.key == session_id), 0.0)
+
     async def memory_spent_today(self, timezone: str) -> float:
         """USD memory's extractions spent since the owner's midnight (what its daily budget caps)."""
         return await self.memory.memory_spent_today(timezone)

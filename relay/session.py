@@ -285,6 +285,10 @@ class ClaudeSession:
             project_dir=self.project_dir,
             branch=self.branch,
         )
+        if self.resume and self.ledger is not None:
+            # Claude Code restores a resumed session's running cost total: what the ledger already holds for
+            # it is not this run's spend (without this, every resumed run was charged its whole history).
+            self._cost_seen = await self.ledger.session_spent(self.resume)
         options = await claude_options(
             s,
             project_dir=self.project_dir,
@@ -386,7 +390,7 @@ class ClaudeSession:
         self._note_session(message.session_id)
         self._meter.turn_ended()
         self.model = next(iter(message.model_usage or {}), "") or self.model
-        # The CLI reports the session's running total; a resumed process may start from zero again.
+        # The CLI reports the session's running total (restored on --resume); a fresh count starts from zero.
         total = message.total_cost_usd
         cost: float | None = None
         if total is not None:
