@@ -37,7 +37,7 @@ from typing import Any
 from bench.voice_wer import HOTWORDS, Sentence, make_clips
 from bot.voice.intent import Choice, PromptKind, answer_hotwords, interpret
 from bot.voice.prompt_scoring import MARGIN, SEPARATION, Scored, decide, score_answer
-from bot.voice.transcribe import Transcriber, Transcript, vocabulary_prompt
+from bot.voice.transcribe import Transcriber, Transcript
 
 # (prompt kind, the choice it stands for, what is said). "yes"/"no" are said to every kind.
 _YES = ("yes", "yes please", "yeah")
@@ -92,12 +92,12 @@ def _outcome(expected: Choice | None, outcome: str, choice: Choice | None) -> st
 
 
 async def hear(
-    t: Transcriber, clip: bytes, kind: PromptKind, said: str, expected: Choice | None, prompt: str | None
+    t: Transcriber, clip: bytes, kind: PromptKind, said: str, expected: Choice | None, primed: bool
 ) -> Heard:
     words = [*answer_hotwords(kind), *HOTWORDS]  # as bot.voice.flow primes a note while a prompt waits
     transcript = await t.transcribe(clip, hotwords=words, names=words)
     start = time.perf_counter()
-    scored = await score_answer(t, clip, kind, transcript, prompt=prompt)
+    scored = await score_answer(t, clip, kind, transcript, primed=primed)
     return Heard(kind, said, expected, transcript, scored, time.perf_counter() - start)
 
 
@@ -139,15 +139,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     async with Transcriber(cpu_threads=args.threads) as t:
         await t.load()
         for prompt_name in args.prompt.split(","):
-            prompt_for = {k: vocabulary_prompt(answer_hotwords(k)) if prompt_name == "answers" else None for k in KINDS}
+            primed = prompt_name == "answers"
             answers: dict[str, list[Heard]] = {}
             others: dict[str, list[Heard]] = {}
             for voice in voices:
                 answers[voice] = [
-                    await hear(t, by_text[voice][s], kind, s, choice, prompt_for[kind]) for kind, choice, s in ANSWERS
+                    await hear(t, by_text[voice][s], kind, s, choice, primed) for kind, choice, s in ANSWERS
                 ]
                 others[voice] = [
-                    await hear(t, by_text[voice][s], kind, s, None, prompt_for[kind])
+                    await hear(t, by_text[voice][s], kind, s, None, primed)
                     for kind, s in itertools.product(KINDS, NON_ANSWERS)
                 ]
             timing = [h.seconds for v in voices for h in answers[v] + others[v] if h.scored is not None]
@@ -182,7 +182,7 @@ def _line(row: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--voices", default="piper,espeak150,espeak210")
-    parser.add_argument("--prompt", default="none", help="the scoring context: none, answers (their glossary)")
+    parser.add_argument("--prompt", default="answers", help="the scoring context: none, answers (their glossary)")
     parser.add_argument("--margins", default=str(MARGIN), help="nats below the transcript an answer may score")
     parser.add_argument("--separations", default=str(SEPARATION), help="nats the best answer must beat the rest by")
     parser.add_argument("--threads", type=int, default=2, help="CTranslate2 threads (2: this machine's cores)")

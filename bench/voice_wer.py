@@ -20,7 +20,14 @@ changed, and ``over``: replacements by a word the reference does not have (over-
 misses (bench/data/coding_speech_near_misses.txt: "run" beside "rerun", "stage" beside "stash", "Ava"
 beside "Eywa") are scored the same way with ``--near-misses``; there every change is an over-correction.
 
-Run: .venv/bin/python -m bench.voice_wer [--models tiny.en,PATH] [--beams 1,5] [--temperatures 0,fallback]
+Flags (bot.voice.doubt), with ``--doubt``: per set and voice, the sentences whose deciding words are right,
+right or flagged (the note waits for the owner), and flagged although right, at the bot's default thresholds;
+``doubt_grid`` in the JSON sweeps the thresholds on the same transcripts. Sentence files are arguments
+(default bench/data/coding_speech.txt; the format is in ``--help``); bench/data/coding_speech_heldout.txt is a
+held-out set nobody tuned on. ``--noise 10`` adds every voice again with seeded white noise at 10 dB SNR.
+
+Run: .venv/bin/python -m bench.voice_wer [SENTENCES ...] [--doubt] [--noise DB] [--dump PKL]
+       [--models tiny.en,PATH] [--beams 1,5] [--temperatures 0,fallback]
        [--priming off,owner,coding] [--voices piper,espeak150,espeak210] [--snap 2,4,6,8] [--near-misses]
        [--limit N] [--cache DIR] [--json OUT] [--errors]
 """

@@ -2,8 +2,9 @@
 
 When the owner sends a voice note while one of their prompts waits in the chat (an approval, a transcript
 waiting for Run, a handoff review), the note is heard with the answers' own words primed, and the prompt's
-few answers are scored against its audio (bot.voice.prompt_scoring): a reply the transcript got wrong ("Hello."
-for "allow") is still heard by its sound, and a note that is none of the answers is read by
+few answers are scored against its audio (bot.voice.prompt_scoring): a refusal the transcript got wrong ("Hello."
+for "deny") is still heard by its sound (an allow, run or forget heard only by its sound is asked again), and
+a note that is none of the answers is read by
 bot.voice.intent as written. An answer presses that prompt's button through the bot's one tap handler, so the same
 checks hold (only the prompt's owner, once, before it expires) and the same things happen; the echo says how
 the note was taken ("🎙 «Allow.» → taken as: Allow"). An ambiguous note asks again and changes nothing;

@@ -64,14 +64,8 @@ def strip_trigger(transcript: str, trigger: str) -> str | None:
 
 
 def echo_text(transcript: Transcript, text: str) -> str:
-    """The echo (HTML): the text as it will run, and the words snapping corrected, so the owner sees them;
-    an unsure deciding word is underlined and marked "❓"."""
-    flagged = {f.index for f in transcript.flags}
-    words = text.split()
-    if not flagged or " ".join(transcript.text.split()) != text:
-        return f"🎙 {escape(text)}{corrections(transcript)}"
-    marked = " ".join(f"<u>{escape(w)}</u>❓" if i in flagged else escape(w) for i, w in enumerate(words))
-    return f"🎙 {marked}{corrections(transcript)}"
+    """The echo (HTML): the text as it will run, and the words snapping corrected, so the owner sees them."""
+    return f"🎙 {escape(text)}{corrections(transcript)}"
 
 
 def picks(text: str, flags: tuple[Flag, ...]) -> list[tuple[str, str, str]]:
@@ -245,10 +239,11 @@ class VoiceFlow:
             chat_id, user_id, VOICE_ACTION, {"op": "cancel", "text": text}, _CONFIRM_TTL_S, group=group
         )
         rows = [r for r in rows if r] + [[("▶️ Run as heard", run), ("✖️ Cancel", drop)]]
-        unsure = ", ".join(f"“{escape(f.heard)}”" for f in transcript.flags)
+        # The text stays as it would run (copyable, quotable); the unsure words are named under it.
+        unsure = ", ".join(f"<b>{escape(f.heard)}</b>" for f in transcript.flags)
         await s.sender.send(
             chat_id,
-            f"{echo_text(transcript, text)}\n\n<i>Not sure I heard {unsure}: tap what you said (or say it). "
+            f"{echo_text(transcript, text)}\n\n❓ <i>Not sure I heard {unsure}: tap what you said (or say it). "
             "Run it as heard (or say “yes”), or send the corrected text; nothing runs until then.</i>",
             buttons=rows,
         )

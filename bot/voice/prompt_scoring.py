@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bot.errors import VoiceError
-from bot.voice.intent import MAX_ANSWER_WORDS, Choice, PromptKind, VoiceAnswer, interpret
+from bot.voice.intent import MAX_ANSWER_WORDS, Choice, PromptKind, VoiceAnswer, answer_hotwords, interpret
+from bot.voice.transcribe import vocabulary_prompt
 
 if TYPE_CHECKING:
     from bot.voice.transcribe import Transcriber, Transcript
@@ -33,6 +34,7 @@ __all__ = [
     "MAX_ANSWER_SECONDS",
     "PHRASES",
     "SEPARATION",
+    "SOUND_ALONE",
     "Scored",
     "decide",
     "score_answer",
@@ -40,22 +42,26 @@ __all__ = [
 ]
 
 # Measured with bench/voice_answers.py (docs/benchmarks.md, "Voice: prompt answers by scoring").
-MARGIN = 6.0  # nats an answer may score below the free transcript and still be what was said
+MARGIN = 2.0  # nats an answer may score below the decoder's own text (or the transcript) and still be what was said
 SEPARATION = 2.0  # nats the best answer must beat every phrase of the other answers by
+# What the sound alone may decide when the words name no answer: only the answers that run nothing and lose
+# nothing. "Hello." scored as "Allow." (it happened, once in 90 non-answers) must be asked again, never run.
+SOUND_ALONE: frozenset[Choice] = frozenset({"deny", "cancel", "keep"})
 MAX_ANSWER_SECONDS = 10.0  # a longer note is not a reply: it is not scored (each phrase costs a decoder pass)
 _WINDOW_FRAMES = 3000  # Whisper's 30 s window in mel frames
+_MAX_OWN_TOKENS = 64  # the decoder's own text of a note of ≤ 10 s; more is a hallucinated loop
 
 # What the owner says to each prompt, as Whisper writes it (capital, full stop): several carriers of each
 # answer, since the end of the utterance is scored and "Allow it." is not "Allow.". "Yes"/"no" answer every
 # prompt, as its first or its refusing button.
 PHRASES: dict[PromptKind, dict[Choice, tuple[str, ...]]] = {
     "approval": {
-        "allow": ("Allow.", "Allow it.", "Yes.", "Yes, allow.", "Yes, allow it.", "Go ahead."),
-        "deny": ("Deny.", "Deny it.", "No.", "No, deny.", "No, deny it."),
-        "allow_session": ("Allow for this session.", "Allow it for this session.", "Yes, for this session."),
+        "allow": ("Allow.", "Allow it.", "Yes.", "Yes, allow."),
+        "deny": ("Deny.", "Deny it.", "No.", "No, deny."),
+        "allow_session": ("Allow for this session.", "Yes, for this session."),
     },
     "confirmation": {
-        "run": ("Run it.", "Run.", "Yes.", "Yes, run it.", "Go ahead."),
+        "run": ("Run it.", "Run.", "Yes.", "Yes, run it."),
         "cancel": ("Cancel.", "Cancel it.", "No.", "No, cancel."),
     },
     "review": {
@@ -84,7 +90,8 @@ def decide(
 
     The scores decide only when an answer explains the audio about as well as the free transcript (within
     ``margin``); one that beats the other answers by ``separation`` rescues a misheard reply ("Hello." for
-    "allow"); if the transcript's words name another answer, it is ambiguous.
+    "deny") when it is one of :data:`SOUND_ALONE` (an answer that runs or deletes something is asked again:
+    the words must say it); if the transcript's words name another answer, it is ambiguous.
     """
     read = interpret(heard, kind)
     if scored is None or scored.score < scored.heard - margin:
@@ -92,17 +99,17 @@ def decide(
     if read.outcome == "answer":
         agree = read.choice == scored.choice
         return read if agree else VoiceAnswer("ambiguous", None, read.heard)
-    if scored.score - scored.runner_up >= separation:
+    if scored.score - scored.runner_up >= separation and scored.choice in SOUND_ALONE:
         return VoiceAnswer("answer", scored.choice, scored.phrase.rstrip("."))
     return VoiceAnswer("ambiguous", None, read.heard)
 
 
 async def score_answer(
-    transcriber: Transcriber, audio: bytes, kind: PromptKind, transcript: Transcript, *, prompt: str | None = None
+    transcriber: Transcriber, audio: bytes, kind: PromptKind, transcript: Transcript, *, primed: bool = True
 ) -> Scored | None:
     """Score ``kind``'s answers and the free transcript against the note; None when the note is no reply
-    (long, many words, silent) or the backend cannot score (openai-whisper). ``prompt``: the decoder's
-    context for all of them (None: none)."""
+    (long, many words, silent) or the backend cannot score (openai-whisper). ``primed``: all are scored after
+    a glossary of the answers' words, as the note was heard (measured better than no context)."""
     heard = " ".join(transcript.heard.split())
     if not heard or transcript.duration_s > MAX_ANSWER_SECONDS or len(heard.split()) > MAX_ANSWER_WORDS * 2:
         return None
@@ -110,18 +117,22 @@ async def score_answer(
     phrases = [(choice, phrase) for choice, said in table.items() for phrase in said]
     try:
         scores = await transcriber.score_answers(
-            audio, [heard, *(p for _, p in phrases)], prompt=prompt, language=transcript.language or None
+            audio,
+            [heard, *(p for _, p in phrases)],
+            prompt=vocabulary_prompt(answer_hotwords(kind)) if primed else None,
+            language=transcript.language or None,
         )
     except VoiceError:
         return None
     best: dict[Choice, tuple[float, str]] = {}
-    for (choice, phrase), score in zip(phrases, scores[1:], strict=True):
+    for (choice, phrase), score in zip(phrases, scores[1:-1], strict=True):
         if choice not in best or score > best[choice][0]:
             best[choice] = (score, phrase)
     ranked = sorted(best.items(), key=lambda item: item[1][0], reverse=True)
     (choice, (score, phrase)), rest = ranked[0], ranked[1:]
     runner_up = rest[0][1][0] if rest else float("-inf")
-    return Scored(choice, phrase, score, runner_up, scores[0])
+    # "None of these": the better of the transcript and the decoder's own text in this context (the last score).
+    return Scored(choice, phrase, score, runner_up, max(scores[0], scores[-1]))
 
 
 # --- worker thread only below this line (called by Transcriber.score_answers) ---
@@ -130,12 +141,14 @@ async def score_answer(
 def whole_scores(
     model: Any, samples: np.ndarray[Any, Any], prompt: str | None, language: str, texts: Sequence[str]
 ) -> list[float]:
-    """Log-probability of each text as all the first 30 s window says: its tokens and then the end of text.
+    """Log-probability of each text as all the first 30 s window says, its end included; and last, that of the
+    decoder's own best text in the same context: what "none of these" is measured against.
 
     ``model``: a loaded faster-whisper ``WhisperModel``. CTranslate2's ``align`` gives the tokens' probabilities
     but not the end's (it reports 0 for it), so each text is given to ``generate`` as a forced prefix with
     the vocabulary's logits returned: step i's distribution scores token i, and the step after the last
-    token scores the end. Greedy decoding continues a few steps past the prefix at most (``max_length``).
+    token scores the end. The decoder's own text is decoded in the scoring context itself (beam 5): the
+    transcript was decoded under another prompt, and scored out of it, it can fall far below what was said.
     """
     from faster_whisper.audio import pad_or_trim  # type: ignore[import-untyped]
     from faster_whisper.tokenizer import Tokenizer  # type: ignore[import-untyped]
@@ -147,9 +160,11 @@ def whole_scores(
     tokenizer = Tokenizer(model.hf_tokenizer, ct2.is_multilingual, task="transcribe", language=language)
     previous = tokenizer.encode(" " + prompt.strip()) if prompt else []
     start = model.get_prompt(tokenizer, previous, without_timestamps=True)
+    own = ct2.generate(encoded, [start], beam_size=5, max_length=len(start) + _MAX_OWN_TOKENS)[0]
+    candidates = [tokenizer.encode(" " + text.strip()) for text in texts]
+    candidates.append([t for t in own.sequences_ids[0] if t < tokenizer.eot])
     scores: list[float] = []
-    for text in texts:
-        tokens = tokenizer.encode(" " + text.strip())
+    for tokens in candidates:
         steps = _steps(ct2, encoded, start, tokens) if tokens else []
         if len(steps) <= len(tokens) or not tokens:
             scores.append(float("-inf"))

@@ -29,7 +29,8 @@ import numpy as np
 
 from bot.errors import VoiceError, VoiceModelError
 from bot.model_thread import ModelOwner, ModelThread
-from bot.voice.doubt import DEFAULT_THRESHOLDS, Evidence, Flag, Thresholds, find_flags, word_probabilities
+from bot.voice.doubt import DEFAULT_THRESHOLDS, Evidence, Flag, Thresholds, find_flags
+from bot.voice.evidence import Beams, gather
 from bot.voice.snap import DEFAULT_MARGIN, Snapped, snap
 
 __all__ = ["CODING_TERMS", "Backend", "Transcriber", "Transcript", "default_model_path", "vocabulary_prompt"]
@@ -54,7 +55,6 @@ _WINDOW_S = 30.0  # Whisper hears 30 s at a time; snapping scores words against 
 _FRAMES_PER_S = 100  # mel frames a second (hop 160 at 16 kHz)
 _WINDOW_FRAMES = 3000
 _SAMPLE_RATE = 16_000  # what Whisper hears
-_RECASE_BELOW = 0.75  # a first word less sure than this is scored in lower case too (one more forced pass)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,9 +223,10 @@ class Transcriber(ModelOwner):
         prompt: str | None = None,
         language: str | None = None,
     ) -> list[float]:
-        """Log-probability of each candidate as the whole of the note, its end included: how a waiting prompt's
-        few answers are heard (bot.voice.prompt_scoring). faster-whisper only (VoiceModelError otherwise);
-        VoiceError when the audio cannot be decoded."""
+        """Log-probability of each candidate as the whole of the note, its end included, then one more: that of
+        the model's own best text in the same context. How a waiting prompt's few answers are heard
+        (bot.voice.prompt_scoring). faster-whisper only (VoiceModelError otherwise); VoiceError when the audio
+        cannot be decoded."""
         if self.backend != "faster-whisper":
             raise VoiceModelError("scoring answers needs the faster-whisper backend")
         from bot.voice.prompt_scoring import whole_scores  # imported here: it imports this module's types
@@ -274,7 +275,7 @@ class Transcriber(ModelOwner):
         except (OSError, RuntimeError, ValueError) as exc:
             # Hugging Face lookup errors are OSError subclasses; CTranslate2 raises RuntimeError.
             raise VoiceModelError(f"couldn't load the Whisper model {name!r} ({exc})") from exc
-        model.model = _Beams(model.model)
+        model.model = Beams(model.model)  # every beam kept, for bot.voice.doubt
         return model
 
     def _transcribe_faster(
@@ -313,29 +314,12 @@ class Transcriber(ModelOwner):
         return Transcript(snapped.text, language, duration, snapped, evidence, flags)
 
     def _evidence(self, encoded: Any, prompt: str | None, language: str, duration: float, text: str) -> Evidence:
-        """What the decoding knew of ``text``: its words' probabilities (one forced pass), the other beams."""
-        tokenizer = self._tokenizer(language)
-        [(tokens, probs)] = self._token_probs(encoded, prompt, language, duration, [text])
-        words = word_probabilities([tokenizer.decode([t]) for t in tokens], probs.tolist(), text)
-        if words and words[0][1] < _RECASE_BELOW and text[:1].isupper():
-            # A capital spreads a sentence's first word over its spellings ("Rebase" 0.21 where "rebase" is
-            # sure): its probability is the better of the two cases, as snapping scores both.
-            lower = text[:1].lower() + text[1:]
-            [(low_tokens, low_probs)] = self._token_probs(encoded, prompt, language, duration, [lower])
-            first = word_probabilities([tokenizer.decode([t]) for t in low_tokens], low_probs.tolist(), lower)
-            if first:
-                words = ((words[0][0], max(words[0][1], first[0][1])), *words[1:])
-        results = self._model.model.results
-        # More than one generate call: the first decode failed its checks and fell back to sampling.
-        fallback = len(results) > 1
-        hypotheses: list[tuple[str, float]] = []
-        if results and len(results[0].sequences_ids) > 1:
-            best = results[0].scores[0]
-            hypotheses = [
-                (tokenizer.decode(ids).strip(), float(best - score))
-                for ids, score in zip(results[0].sequences_ids[1:], results[0].scores[1:], strict=True)
-            ]
-        return Evidence(words, tuple(hypotheses), fallback)
+        """What the decoding knew of ``text``: its words' probabilities (forced passes), the other beams."""
+
+        def force(texts: Sequence[str]) -> list[tuple[list[int], Any]]:
+            return self._token_probs(encoded, prompt, language, duration, texts)
+
+        return gather(self._tokenizer(language), force, self._model.model.results, text)
 
     def _tokenizer(self, language: str) -> Any:
         from faster_whisper.tokenizer import Tokenizer  # type: ignore[import-untyped]
@@ -414,26 +398,6 @@ class Transcriber(ModelOwner):
             language=str(result.get("language") or ""),
             duration_s=len(samples) / whisper.audio.SAMPLE_RATE,
         )
-
-
-class _Beams:
-    """The CTranslate2 model, asked for every beam's hypothesis rather than the best alone (the same search,
-    so no extra cost), each decode's result kept for bot.voice.doubt; faster-whisper reads the first."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.results: list[Any] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def generate(self, *args: Any, **kwargs: Any) -> Any:
-        beams = int(kwargs.get("beam_size", 1))
-        if beams > 1:
-            kwargs["num_hypotheses"] = beams
-        out = self.inner.generate(*args, **kwargs)
-        self.results.append(out[0])
-        return out
 
 
 @contextlib.contextmanager

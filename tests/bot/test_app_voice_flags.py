@@ -59,7 +59,7 @@ async def test_a_flagged_instruction_waits_and_runs_with_the_word_tapped(
     card = await flagged(h)
     await h.wait_handled(app)
     assert h.claude.arrivals == 0  # nothing runs while a deciding word is in doubt
-    assert "<u>" in card["text"] and "Not sure I heard" in card["text"]
+    assert "Not sure I heard <b>" in card["text"]
     labels = buttons(card)
     assert "▶️ Run as heard" in labels and "✖️ Cancel" in labels, card["text"]
     word, data = first_pick(card)
