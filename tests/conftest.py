@@ -77,11 +77,21 @@ def _is_slow(item: pytest.Item) -> bool:
     return any(_REAL_CLI_NAMES & _code_names(fn) for fn in funcs if fn is not None)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     slow = pytest.mark.slow
     for item in items:
         if _is_slow(item) and item.get_closest_marker("slow") is None:
             item.add_marker(slow)
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: every worker sorts alike, so the lists agree
+        _slow_files_first(items)
+
+
+def _slow_files_first(items: list[pytest.Item]) -> None:
+    """Files holding a slow test first, each file's tests kept in their order: the workers take the long files
+    (a kill loop runs 60-90 s) while many short ones are left to even out the end, instead of one worker
+    finishing a kill loop alone at the end of the run."""
+    heavy = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in heavy)  # stable: the order within each group stays
 
 
 @pytest.fixture

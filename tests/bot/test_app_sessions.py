@@ -6,6 +6,7 @@ import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -26,22 +27,17 @@ async def h(tmp_path: Path, telegram_double: TelegramDouble) -> AsyncIterator[Ha
 
 async def seed_handoff(h: Harness) -> str:
     yesterday = (datetime.now(UTC) - timedelta(days=1)).replace(microsecond=0).isoformat()
-    other = Handoff(
+    billing_handoff = partial(Handoff, date=yesterday, projects=["billing"], substance=2)
+    other = billing_handoff(
         session_id="earlier-invoices-1",
-        date=yesterday,
         headline="Invoice PDFs use the new template",
-        projects=["billing"],
         keywords=["invoice", "pdf", "template"],
-        substance=2,
         what_happened=["Switched the invoice PDFs to the new template"],
     )
-    earlier = Handoff(
+    earlier = billing_handoff(
         session_id="earlier-zeppelin-1",
-        date=yesterday,
         headline="Zeppelin exporter now streams rows",
-        projects=["billing"],
         keywords=["zeppelin", "exporter", "streaming"],
-        substance=2,
         what_happened=["Rewrote the zeppelin exporter to stream rows instead of buffering"],
         insights=["Keep the exporter's batch size at 500"],
         open_threads=["Add a test for empty exports"],

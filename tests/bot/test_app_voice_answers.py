@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bot.voice.transcribe import Transcriber
 from tests.bot.app_harness import FAST, FRIEND, OWNER, STRANGER, Harness, harness
 from tests.bot.conftest import VoiceNote
-from tests.doubles.anthropic import ToolUse, last_user_text
+from tests.bot.voice_harness import approval_waiting, say
+from tests.doubles.anthropic import last_user_text
 from tests.doubles.telegram import TelegramDouble
 
 
@@ -24,14 +24,6 @@ from tests.doubles.telegram import TelegramDouble
 async def h(tmp_path: Path, telegram_double: TelegramDouble) -> AsyncIterator[Harness]:
     async with harness(tmp_path, telegram_double, MACUPOS_APPROVAL_TIMEOUT_S="120") as hh:
         yield hh
-
-
-def say(h: Harness, voice_note: VoiceNote, text: str, user: int = OWNER) -> None:
-    h.tg.push_voice(user, OWNER, voice_note(text).read_bytes(), 2)
-
-
-async def approval(h: Harness) -> dict[str, Any]:
-    return await h.wait_message(lambda m: "🔐" in str(m.get("text", "")))
 
 
 def echoes(h: Harness) -> list[str]:
@@ -49,10 +41,7 @@ def echoes(h: Harness) -> list[str]:
 async def test_an_approval_is_answered_by_voice_like_its_button(
     h: Harness, voice_note: VoiceNote, transcriber: Transcriber, said: str, label: str, verdict: str, made: bool
 ) -> None:
-    h.claude.enqueue(ToolUse("Bash", {"command": "touch voiced.txt", "description": "make a file"}), "Finished.")
-    await h.start(transcriber=transcriber)
-    h.tg.push_message(OWNER, OWNER, "make the file")
-    card = await approval(h)
+    _, card = await approval_waiting(h, transcriber, "voiced.txt")
     say(h, voice_note, said)
     echo = await h.wait_text(lambda t: t.startswith("🎙"))
     assert echo.endswith(f"→ taken as: <b>{label}</b>"), echo
@@ -67,10 +56,7 @@ async def test_an_approval_is_answered_by_voice_like_its_button(
 async def test_an_ambiguous_answer_asks_again_and_changes_nothing_then_a_clear_one_counts(
     h: Harness, voice_note: VoiceNote, transcriber: Transcriber
 ) -> None:
-    h.claude.enqueue(ToolUse("Bash", {"command": "touch unsure.txt", "description": "make a file"}), "Finished.")
-    app = await h.start(transcriber=transcriber)
-    h.tg.push_message(OWNER, OWNER, "make the file")
-    card = await approval(h)
+    app, card = await approval_waiting(h, transcriber, "unsure.txt")
     say(h, voice_note, "allow, no, deny")
     asked = await h.wait_text(lambda t: t.startswith("🎙"))
     await h.wait_handled(app)
@@ -86,12 +72,7 @@ async def test_an_ambiguous_answer_asks_again_and_changes_nothing_then_a_clear_o
 async def test_only_the_prompts_owner_answers_it_by_voice(
     h: Harness, voice_note: VoiceNote, transcriber: Transcriber
 ) -> None:
-    h.claude.enqueue(
-        ToolUse("Bash", {"command": "touch owned.txt", "description": "make a file"}), "Finished.", "The friend's turn."
-    )
-    app = await h.start(transcriber=transcriber)
-    h.tg.push_message(OWNER, OWNER, "make the file")
-    card = await approval(h)
+    app, card = await approval_waiting(h, transcriber, "owned.txt", "The friend's turn.")
     say(h, voice_note, "allow", user=STRANGER)  # not on the allowlist: never reaches a handler
     await h.wait_handled(app)
     assert h.tg.calls("getFile") == [] and echoes(h) == []

@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
+from bot.app import BotApp
 from bot.voice.transcribe import Transcriber
 from tests.bot.app_harness import OWNER, Harness, buttons, harness
 from tests.bot.conftest import VoiceNote
+from tests.bot.voice_harness import say
 from tests.doubles.anthropic import last_user_text
 from tests.doubles.telegram import TelegramDouble
 
@@ -31,12 +33,13 @@ async def h(tmp_path: Path, telegram_double: TelegramDouble) -> AsyncIterator[Ha
         yield hh
 
 
-def say(h: Harness, voice_note: VoiceNote, text: str) -> None:
-    h.tg.push_voice(OWNER, OWNER, voice_note(text).read_bytes(), 2)
-
-
-async def flagged(h: Harness) -> dict[str, Any]:
-    return await h.wait_message(lambda m: "❓" in str(m.get("text", "")))
+async def flagged_card(h: Harness, voice_note: VoiceNote, transcriber: Transcriber) -> tuple[BotApp, dict[str, Any]]:
+    """The bot started and UNSURE said: its card once the note is handled, nothing run yet."""
+    app = await h.start(transcriber=transcriber)
+    say(h, voice_note, UNSURE)
+    card = await h.wait_message(lambda m: "❓" in str(m.get("text", "")))
+    await h.wait_handled(app)
+    return app, card
 
 
 def ran(h: Harness) -> str:
@@ -54,10 +57,7 @@ async def test_a_flagged_instruction_waits_and_runs_with_the_word_tapped(
     h: Harness, voice_note: VoiceNote, transcriber: Transcriber
 ) -> None:
     h.claude.enqueue("Stashed.")
-    app = await h.start(transcriber=transcriber)
-    say(h, voice_note, UNSURE)
-    card = await flagged(h)
-    await h.wait_handled(app)
+    app, card = await flagged_card(h, voice_note, transcriber)
     assert h.claude.arrivals == 0  # nothing runs while a deciding word is in doubt
     assert "Not sure I heard <b>" in card["text"]
     labels = buttons(card)
@@ -89,10 +89,7 @@ async def test_a_spoken_yes_runs_it_as_heard_and_a_spoken_alternative_with_that_
     h: Harness, voice_note: VoiceNote, transcriber: Transcriber, answer: str
 ) -> None:
     h.claude.enqueue("Done.")
-    app = await h.start(transcriber=transcriber)
-    say(h, voice_note, UNSURE)
-    card = await flagged(h)
-    await h.wait_handled(app)
+    app, card = await flagged_card(h, voice_note, transcriber)
     word = first_pick(card)[0]
     said, starts = ("yes", "that's my changes") if answer == "yes" else (word, f"{word.lower()} my changes")
     say(h, voice_note, said)
@@ -107,10 +104,7 @@ async def test_a_waiting_flagged_instruction_survives_a_restart_and_runs_once(
     h: Harness, voice_note: VoiceNote, transcriber: Transcriber
 ) -> None:
     h.claude.enqueue("Stashed after the restart.")
-    first = await h.start(transcriber=transcriber)
-    say(h, voice_note, UNSURE)
-    card = await flagged(h)
-    await h.wait_handled(first)
+    first, card = await flagged_card(h, voice_note, transcriber)
     await first.stop()
     second = await h.start(transcriber=transcriber)
     word, token = first_pick(card)

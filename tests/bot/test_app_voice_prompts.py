@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bot.voice.transcribe import Transcriber
 from tests.bot.app_harness import OWNER, Harness, harness
 from tests.bot.conftest import VoiceNote
-from tests.doubles.anthropic import ToolUse
+from tests.bot.voice_harness import approval_waiting, say
 from tests.doubles.telegram import TelegramDouble
 
 
@@ -27,21 +26,10 @@ async def h(tmp_path: Path, telegram_double: TelegramDouble) -> AsyncIterator[Ha
         yield hh
 
 
-def say(h: Harness, voice_note: VoiceNote, text: str) -> None:
-    h.tg.push_voice(OWNER, OWNER, voice_note(text).read_bytes(), 2)
-
-
-async def approval(h: Harness) -> dict[str, Any]:
-    return await h.wait_message(lambda m: "🔐" in str(m.get("text", "")))
-
-
 async def test_a_tool_approval_is_allowed_by_a_spoken_yes_allow(
     h: Harness, voice_note: VoiceNote, transcriber: Transcriber
 ) -> None:
-    h.claude.enqueue(ToolUse("Bash", {"command": "touch scored.txt", "description": "make a file"}), "Finished.")
-    await h.start(transcriber=transcriber)
-    h.tg.push_message(OWNER, OWNER, "make the file")
-    card = await approval(h)
+    _, card = await approval_waiting(h, transcriber, "scored.txt")
     say(h, voice_note, "yes, allow")
     echo = await h.wait_text(lambda t: "taken as" in t)
     assert echo.endswith("→ taken as: <b>Allow</b>"), echo
@@ -53,10 +41,7 @@ async def test_a_tool_approval_is_allowed_by_a_spoken_yes_allow(
 async def test_hello_while_an_approval_waits_decides_nothing(
     h: Harness, voice_note: VoiceNote, transcriber: Transcriber
 ) -> None:
-    h.claude.enqueue(ToolUse("Bash", {"command": "touch greeted.txt", "description": "make a file"}), "Finished.")
-    app = await h.start(transcriber=transcriber)
-    h.tg.push_message(OWNER, OWNER, "make the file")
-    card = await approval(h)
+    app, card = await approval_waiting(h, transcriber, "greeted.txt")
     say(h, voice_note, "hello")
     await h.wait_text(lambda t: t.startswith("📥 Queued"))  # an instruction, waiting behind the blocked run
     await h.wait_handled(app)

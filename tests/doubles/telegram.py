@@ -300,14 +300,24 @@ class TelegramDouble(ForumMixin):
         self._wake()
         return raw
 
-    def push_message(self, user_id: int, chat_id: int, text: str, **fields: Any) -> dict[str, Any]:
-        message = self._user_message(user_id, chat_id, text=text)
-        if text.startswith("/"):  # PTB's CommandHandler matches on the bot_command entity, as Telegram sends it
-            command = text.split()[0]
-            message["entities"] = [{"type": "bot_command", "offset": 0, "length": len(command)}]
+    def _push_from(
+        self, user_id: int, chat_id: int, fields: Mapping[str, Any], *, caption: str | None = None, **content: Any
+    ) -> dict[str, Any]:
+        """A user's message with ``content`` (and ``caption``, when given), the test's ``fields`` over it, queued in
+        its topic."""
+        message = self._user_message(user_id, chat_id, **content)
+        if caption is not None:
+            message["caption"] = caption
         message.update(fields)
         self._into_topic(message)
         return self.push_update({"message": message})
+
+    def push_message(self, user_id: int, chat_id: int, text: str, **fields: Any) -> dict[str, Any]:
+        content: dict[str, Any] = {"text": text}
+        if text.startswith("/"):  # PTB's CommandHandler matches on the bot_command entity, as Telegram sends it
+            command = text.split()[0]
+            content["entities"] = [{"type": "bot_command", "offset": 0, "length": len(command)}]
+        return self._push_from(user_id, chat_id, fields, **content)
 
     def push_voice(
         self,
@@ -323,10 +333,7 @@ class TelegramDouble(ForumMixin):
         f = self.add_file(ogg_bytes, folder="voice", ext="oga", size=file_size, mime_type="audio/ogg")
         voice = {"file_id": f.file_id, "file_unique_id": f"u{f.file_id}", "duration": duration}
         voice |= {"mime_type": "audio/ogg", "file_size": f.size}
-        message = self._user_message(user_id, chat_id, voice=voice)
-        message.update(fields)
-        self._into_topic(message)
-        return self.push_update({"message": message})
+        return self._push_from(user_id, chat_id, fields, voice=voice)
 
     def push_document(
         self,
@@ -351,12 +358,7 @@ class TelegramDouble(ForumMixin):
         )
         document: dict[str, Any] = {"file_id": f.file_id, "file_unique_id": f"u{f.file_id}", "file_name": file_name}
         document |= {"mime_type": mime_type, "file_size": f.size}
-        message = self._user_message(user_id, chat_id, document=document)
-        if caption is not None:
-            message["caption"] = caption
-        message.update(fields)
-        self._into_topic(message)
-        return self.push_update({"message": message})
+        return self._push_from(user_id, chat_id, fields, caption=caption, document=document)
 
     def push_photo(
         self,
@@ -378,12 +380,7 @@ class TelegramDouble(ForumMixin):
             {"file_id": f.file_id, "file_unique_id": f"u{f.file_id}", "width": w, "height": h, "file_size": f.size}
             for f, w, h in ((thumb, 90, 67), (full, 1280, 960))
         ]
-        message = self._user_message(user_id, chat_id, photo=sizes)
-        if caption is not None:
-            message["caption"] = caption
-        message.update(fields)
-        self._into_topic(message)
-        return self.push_update({"message": message})
+        return self._push_from(user_id, chat_id, fields, caption=caption, photo=sizes)
 
     def push_media_group(
         self, user_id: int, chat_id: int, photos: list[bytes], caption: str | None = None
@@ -736,6 +733,10 @@ class TelegramDouble(ForumMixin):
         content: dict[str, Any] = place | {"text": params["text"]}
         if params.get("reply_markup"):
             content["reply_markup"] = params["reply_markup"]
+        return self._post(chat_id, **content)
+
+    def _post(self, chat_id: int, **content: Any) -> dict[str, Any]:
+        """A message the bot sent: in the chat's log and, until deleted, among its messages."""
         message = self._new_message(chat_id, self.bot_user, **content)
         self._chats[chat_id].messages[message["message_id"]] = message
         return message
@@ -829,39 +830,36 @@ class TelegramDouble(ForumMixin):
         self._check_text(caption, params.get("parse_mode"), limit=MAX_CAPTION, what="message caption")
         return {"caption": caption}
 
-    async def _m_sendDocument(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+    def _file_send(
+        self, method: str, params: Mapping[str, Any], files: Mapping[str, StoredFile], key: str
+    ) -> tuple[int, StoredFile, dict[str, Any]]:
+        """What every send of a file checks first, in Telegram's order: the chat, the file under ``key``, where
+        it goes and its caption, then flood control. (chat id, the file, the message's placement and caption)."""
         chat_id = self._chat_id(params)
-        f = self._upload(params, files, "document")
+        f = self._upload(params, files, key)
         content = self._placement(chat_id, params) | self._caption(params)
-        self._flood_check("sendDocument", chat_id)
+        self._flood_check(method, chat_id)
+        return chat_id, f, content
+
+    async def _m_sendDocument(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
+        chat_id, f, content = self._file_send("sendDocument", params, files, "document")
         document: dict[str, Any] = {"file_id": f.file_id, "file_unique_id": f"u{f.file_id}", "file_name": f.file_name}
         document |= {"mime_type": f.mime_type or "application/octet-stream", "file_size": f.size}
-        message = self._new_message(chat_id, self.bot_user, document=document, **content)
-        self._chats[chat_id].messages[message["message_id"]] = message
-        return message
+        return self._post(chat_id, document=document, **content)
 
     async def _m_sendVoice(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
         """OGG/Opus becomes a voice note; anything else Telegram delivers as a plain document."""
-        chat_id = self._chat_id(params)
-        f = self._upload(params, files, "voice")
-        content = self._placement(chat_id, params) | self._caption(params)
-        self._flood_check("sendVoice", chat_id)
+        chat_id, f, content = self._file_send("sendVoice", params, files, "voice")
         data = f.data
         ids = {"file_id": f.file_id, "file_unique_id": f"u{f.file_id}", "file_size": f.size}
         if data.startswith(b"OggS") and b"OpusHead" in data[:512]:
             voice = ids | {"duration": int(params.get("duration") or 0), "mime_type": "audio/ogg"}
-            message = self._new_message(chat_id, self.bot_user, voice=voice, **content)
-        else:
-            document = ids | {"file_name": f.file_name, "mime_type": f.mime_type or "application/octet-stream"}
-            message = self._new_message(chat_id, self.bot_user, document=document, **content)
-        self._chats[chat_id].messages[message["message_id"]] = message
-        return message
+            return self._post(chat_id, voice=voice, **content)
+        document = ids | {"file_name": f.file_name, "mime_type": f.mime_type or "application/octet-stream"}
+        return self._post(chat_id, document=document, **content)
 
     async def _m_sendPhoto(self, params: Mapping[str, Any], files: Mapping[str, StoredFile]) -> Any:
-        chat_id = self._chat_id(params)
-        f = self._upload(params, files, "photo")
-        content = self._placement(chat_id, params) | self._caption(params)
-        self._flood_check("sendPhoto", chat_id)
+        chat_id, f, content = self._file_send("sendPhoto", params, files, "photo")
         size = {
             "file_id": f.file_id,
             "file_unique_id": f"u{f.file_id}",
@@ -869,6 +867,4 @@ class TelegramDouble(ForumMixin):
             "height": 100,
             "file_size": f.size,
         }
-        message = self._new_message(chat_id, self.bot_user, photo=[size], **content)
-        self._chats[chat_id].messages[message["message_id"]] = message
-        return message
+        return self._post(chat_id, photo=[size], **content)

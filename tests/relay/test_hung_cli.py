@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -89,18 +88,6 @@ def _zombie(pid: int) -> bool:
 # -- Claude Code -----------------------------------------------------------------------------------
 
 
-@pytest.fixture
-async def eywa(tmp_path: Path, claude_cli_env: dict[str, str]) -> AsyncIterator[Eywa]:
-    settings = MemorySettings(
-        home=tmp_path / "mhome",
-        claude_config_dir=Path(claude_cli_env["CLAUDE_CONFIG_DIR"]),
-        codex_home=tmp_path / "codex",
-        llm_enabled=False,
-    )
-    async with await Eywa.open(settings) as e:
-        yield e
-
-
 def _claude_settings(env: dict[str, str], eywa: Eywa, cli: Path, idle_s: float) -> RelaySettings:
     env = {**env, "CLAUDE_CODE_MAX_RETRIES": "0", "MACUPOS_CLAUDE_CLI": str(cli)}
     table = {"setting_sources": [], "memory_mcp": "0", "idle_timeout_s": idle_s}
@@ -122,11 +109,10 @@ async def test_a_claude_cli_that_hangs_or_dies_ends_the_run_in_time_without_orph
     error: type[RelayError],
     says: str,
     tmp_path: Path,
+    project: Path,
     claude_cli_env: dict[str, str],
     eywa: Eywa,
 ) -> None:
-    project = tmp_path / "billing"
-    project.mkdir()
     cli = _stand_in(tmp_path, f"claude-{mode}", mode, claude_cli_path({}), b'"type":"assistant"')
     settings = _claude_settings(claude_cli_env, eywa, cli, idle_s)
     heard: list[float] = [time.monotonic()]  # the last sign of life: the start, then each event
@@ -167,11 +153,10 @@ async def test_a_codex_cli_that_hangs_or_dies_ends_the_turn_in_time_without_orph
     error: type[RelayError],
     says: str,
     tmp_path: Path,
+    project: Path,
     codex_home: dict[str, str],
     openai_double: OpenAIDouble,
 ) -> None:
-    project = tmp_path / "billing"
-    project.mkdir()
     real = Path(str(importlib.import_module("codex_cli_bin").bundled_codex_path()))
     cli = _stand_in(tmp_path, f"codex-{mode}", mode, real, _codex_turn_mark())
     settings = RelaySettings.from_env(

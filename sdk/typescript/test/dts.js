@@ -8,34 +8,36 @@ import ts from "typescript";
 
 const DTS = new URL("../index.d.ts", import.meta.url);
 
+const K = ts.SyntaxKind;
+
+/** The JSON kind a node of one of these syntax kinds always has. */
+const FIXED_KIND = new Map([
+  [K.StringKeyword, "string"],
+  [K.NumberKeyword, "number"],
+  [K.BooleanKeyword, "boolean"],
+  [K.UnknownKeyword, "any"],
+  [K.AnyKeyword, "any"],
+  [K.ArrayType, "array"],
+  [K.TypeLiteral, "object"],
+]);
+
+/** The JSON kind of a literal type, by its literal's kind; any other literal is true or false, a "boolean". */
+const LITERAL_KIND = new Map([
+  [K.NullKeyword, "null"],
+  [K.StringLiteral, "string"],
+  [K.NumericLiteral, "number"],
+]);
+
 /** JSON kinds: "string", "number", "boolean", "null", "array", "object", "any". */
 function kindsOf(node, aliases, interfaces) {
-  const K = ts.SyntaxKind;
+  if (FIXED_KIND.has(node.kind)) return [FIXED_KIND.get(node.kind)];
   switch (node.kind) {
-    case K.StringKeyword:
-      return ["string"];
-    case K.NumberKeyword:
-      return ["number"];
-    case K.BooleanKeyword:
-      return ["boolean"];
-    case K.UnknownKeyword:
-    case K.AnyKeyword:
-      return ["any"];
-    case K.ArrayType:
-      return ["array"];
-    case K.TypeLiteral:
-      return ["object"];
     case K.ParenthesizedType:
       return kindsOf(node.type, aliases, interfaces);
     case K.UnionType:
       return [...new Set(node.types.flatMap((t) => kindsOf(t, aliases, interfaces)))];
-    case K.LiteralType: {
-      const lit = node.literal;
-      if (lit.kind === K.NullKeyword) return ["null"];
-      if (lit.kind === K.StringLiteral) return ["string"];
-      if (lit.kind === K.NumericLiteral) return ["number"];
-      return ["boolean"];
-    }
+    case K.LiteralType:
+      return [LITERAL_KIND.get(node.literal.kind) ?? "boolean"];
     case K.TypeReference: {
       const name = node.typeName.getText();
       if (name === "Array" || name === "ReadonlyArray") return ["array"];
@@ -50,7 +52,6 @@ function kindsOf(node, aliases, interfaces) {
 
 /** The interface a field holds (itself, in an array, or beside null), if any. */
 function refOf(node, interfaces) {
-  const K = ts.SyntaxKind;
   if (node.kind === K.TypeReference && interfaces.has(node.typeName.getText())) return node.typeName.getText();
   if (node.kind === K.ArrayType) return refOf(node.elementType, interfaces);
   if (node.kind === K.UnionType) return node.types.map((t) => refOf(t, interfaces)).find(Boolean) ?? null;

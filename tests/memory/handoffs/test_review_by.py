@@ -17,65 +17,57 @@ from memory.storage.migrations import MIGRATIONS
 
 
 async def test_keep_and_correct_record_who_and_when_and_a_later_keep_changes_neither(
-    settings: MemorySettings, transcripts: Path, tmp_path: Path
+    eywa: Eywa, settings: MemorySettings, tmp_path: Path
 ) -> None:
-    async with await Eywa.open(settings) as eywa:
-        await eywa.ingest([transcripts / "claude_archive_mcp"], use_llm=False)
-        waiting = await review.pending(eywa, limit=100)
-        first, second = waiting[0].session_id, waiting[1].session_id
-        assert waiting[0].reviewed_by == "" and waiting[0].reviewed_at == ""  # nobody has decided yet
+    waiting = await review.pending(eywa, limit=100)
+    first, second = waiting[0].session_id, waiting[1].session_id
+    assert waiting[0].reviewed_by == "" and waiting[0].reviewed_at == ""  # nobody has decided yet
 
-        assert await review.keep(eywa, first, by="  @alice \n")
-        kept = await eywa.handoff(first)
-        assert kept is not None and kept.review == "kept" and kept.reviewed_by == "@alice"
-        assert kept.reviewed_at.startswith("20") and kept.reviewed_at.endswith("+00:00")
-        assert await review.keep(eywa, first, by="@bob")  # already decided: the first decider stands
-        again = await eywa.handoff(first)
-        assert again is not None and (again.reviewed_by, again.reviewed_at) == ("@alice", kept.reviewed_at)
+    assert await review.keep(eywa, first, by="  @alice \n")
+    kept = await eywa.handoff(first)
+    assert kept is not None and kept.review == "kept" and kept.reviewed_by == "@alice"
+    assert kept.reviewed_at.startswith("20") and kept.reviewed_at.endswith("+00:00")
+    assert await review.keep(eywa, first, by="@bob")  # already decided: the first decider stands
+    again = await eywa.handoff(first)
+    assert again is not None and (again.reviewed_by, again.reviewed_at) == ("@alice", kept.reviewed_at)
 
-        note = await review.correct(eywa, second, "it was staging", scratch=tmp_path / "s", by="telegram Ann")
-        assert note.startswith("Correction from the owner (") and ", by telegram Ann): it was staging" in note
-        fixed = await eywa.handoff(second)
-        assert fixed is not None and fixed.source == "correction" and fixed.review == "kept"
-        assert fixed.reviewed_by == "telegram Ann" and fixed.reviewed_at
-        assert "telegram Ann" in fixed.markdown  # the note names who; the frontmatter does not
-        front = fixed.markdown.split("\n---", 1)[0]
-        assert "reviewed" not in front and "telegram Ann" not in front
+    note = await review.correct(eywa, second, "it was staging", scratch=tmp_path / "s", by="telegram Ann")
+    assert note.startswith("Correction from the owner (") and ", by telegram Ann): it was staging" in note
+    fixed = await eywa.handoff(second)
+    assert fixed is not None and fixed.source == "correction" and fixed.review == "kept"
+    assert fixed.reviewed_by == "telegram Ann" and fixed.reviewed_at
+    assert "telegram Ann" in fixed.markdown  # the note names who; the frontmatter does not
+    front = fixed.markdown.split("\n---", 1)[0]
+    assert "reviewed" not in front and "telegram Ann" not in front
 
-        # Re-extracting the kept handoff (a re-ingest, a new extraction model) keeps who decided.
-        await eywa.extract(first, use_llm=False)
-        redone = await eywa.handoff(first)
-        assert redone is not None and (redone.review, redone.reviewed_by) == ("kept", "@alice")
-        mirrored = next(settings.handoffs_dir.rglob(f"{first}.md")).read_text(encoding="utf-8")
-        assert "@alice" not in mirrored  # the readable tree holds the handoff, not the review
+    # Re-extracting the kept handoff (a re-ingest, a new extraction model) keeps who decided.
+    await eywa.extract(first, use_llm=False)
+    redone = await eywa.handoff(first)
+    assert redone is not None and (redone.review, redone.reviewed_by) == ("kept", "@alice")
+    mirrored = next(settings.handoffs_dir.rglob(f"{first}.md")).read_text(encoding="utf-8")
+    assert "@alice" not in mirrored  # the readable tree holds the handoff, not the review
 
 
-async def test_a_keep_without_a_name_records_when_and_the_unnamed_keep_can_be_claimed(
-    settings: MemorySettings, transcripts: Path
-) -> None:
-    async with await Eywa.open(settings) as eywa:
-        await eywa.ingest([transcripts / "claude_archive_mcp"], use_llm=False)
-        sid = (await review.pending(eywa, limit=1))[0].session_id
-        assert await review.keep(eywa, sid)  # existing callers pass no one
-        row = await eywa.handoff(sid)
-        assert row is not None and row.reviewed_by == "" and row.reviewed_at
-        assert await review.keep(eywa, sid, by="owner")
-        row = await eywa.handoff(sid)
-        assert row is not None and row.reviewed_by == "owner"
+async def test_a_keep_without_a_name_records_when_and_the_unnamed_keep_can_be_claimed(eywa: Eywa) -> None:
+    sid = (await review.pending(eywa, limit=1))[0].session_id
+    assert await review.keep(eywa, sid)  # existing callers pass no one
+    row = await eywa.handoff(sid)
+    assert row is not None and row.reviewed_by == "" and row.reviewed_at
+    assert await review.keep(eywa, sid, by="owner")
+    row = await eywa.handoff(sid)
+    assert row is not None and row.reviewed_by == "owner"
 
 
-async def test_forget_records_who_on_the_forgotten_record(settings: MemorySettings, transcripts: Path) -> None:
-    async with await Eywa.open(settings) as eywa:
-        await eywa.ingest([transcripts / "claude_archive_mcp"], use_llm=False)
-        first, second = [h.session_id for h in await review.pending(eywa, limit=2)]
-        removed = await review.forget(eywa, first, by="@carol")
-        assert first in removed and await eywa.is_forgotten(first)
-        gone = await review.forgotten(eywa, first)
-        assert gone is not None and gone.by == "@carol" and gone.at.startswith("20")
-        await eywa.forget(second)  # the facade's own forget, as the CLI calls it: nobody named
-        unnamed = await review.forgotten(eywa, second)
-        assert unnamed is not None and unnamed.by == ""
-        assert await review.forgotten(eywa, "never-here") is None
+async def test_forget_records_who_on_the_forgotten_record(eywa: Eywa) -> None:
+    first, second = [h.session_id for h in await review.pending(eywa, limit=2)]
+    removed = await review.forget(eywa, first, by="@carol")
+    assert first in removed and await eywa.is_forgotten(first)
+    gone = await review.forgotten(eywa, first)
+    assert gone is not None and gone.by == "@carol" and gone.at.startswith("20")
+    await eywa.forget(second)  # the facade's own forget, as the CLI calls it: nobody named
+    unnamed = await review.forgotten(eywa, second)
+    assert unnamed is not None and unnamed.by == ""
+    assert await review.forgotten(eywa, "never-here") is None
 
 
 async def test_a_memory_database_of_the_schema_before_opens_with_earlier_decisions_unattributed(

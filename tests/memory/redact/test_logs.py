@@ -6,7 +6,6 @@ import io
 import json
 import logging
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,9 +15,9 @@ import pytest
 from memory.hooks import run_session_end
 from memory.redact.logs import RedactingFilter, install, redact_log_text, token_literals
 from memory.settings import MemorySettings
+from tests.cli_env import run_macupos
 from tests.memory.hook_run import run_hook
 
-REPO = Path(__file__).resolve().parents[3]
 # Formats the redactor knows (the same shapes as tests/fixtures/secrets), made up for these tests.
 GITHUB = "ghp_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0UvWxYz12"
 ANTHROPIC = "sk-ant-api03-" + "q7Wm2Xr9Lk4Vb8Nc3Zs6Hd1Jf5Tg0Yp" * 2
@@ -137,15 +136,7 @@ def test_a_macupos_command_s_log_on_stderr_is_redacted(tmp_path: Path) -> None:
     line["message"] = {"role": "user", "content": f"hello, my own secret is {OWN}"}  # type: ignore[assignment]
     (folder / "s1.jsonl").write_text(json.dumps(line) + "\n")
     env = _env(tmp_path / "home", MACUPOS_MEMORY_LLM="0", MACUPOS_SECRETS=OWN, CODEX_HOME=str(tmp_path / "codex"))
-    proc = subprocess.run(
-        [sys.executable, "-m", "macupos", "-vv", "memory", "ingest", str(folder), "--quiet"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=120,
-        check=False,
-    )
+    proc = run_macupos(env, "-vv", "memory", "ingest", str(folder), "--quiet")
     assert proc.returncode == 0, proc.stderr
     assert "stored " in proc.stderr and "[REDACTED:github-token]" in proc.stderr
     assert GITHUB not in proc.stderr and OWN not in proc.stderr

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from memory.models import Transcript
 from memory.redact.redactor import Redactor
 from memory.render.markdown import render_markdown
-from memory.sources.codex import parse_codex_file
+from memory.sources.codex import _RESPONSE_TYPES, parse_codex_file
 from memory.sources.jsonl import MAX_LINE_BYTES
 from tests.fuzzing import (
     claude_fixture_files,
@@ -113,19 +113,8 @@ claude_records = records(
 _codex_content = st.lists(
     records({"type": shaped(st.sampled_from(["input_text", "output_text"])), "text": shaped(_SHORT)}, {}), max_size=2
 )
-_RESPONSE_KINDS = [
-    "message",
-    "reasoning",
-    "function_call",
-    "function_call_output",
-    "local_shell_call",
-    "custom_tool_call",
-    "custom_tool_call_output",
-    "web_search_call",
-    "user_message",
-    "agent_message",
-    "other",
-]
+# The parser's own list of response items (kept in step with it), its event_msg kinds and a kind it never saw.
+_RESPONSE_KINDS = [*sorted(_RESPONSE_TYPES), "user_message", "agent_message", "other"]
 _codex_payload = records(
     {"type": shaped(st.sampled_from(_RESPONSE_KINDS))},
     {

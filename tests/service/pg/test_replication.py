@@ -33,11 +33,22 @@ async def stores(tmp_path: Path, pg_url: str) -> AsyncIterator[tuple[PgTenantSto
         yield a, b
 
 
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    """Where a test writes the transcripts it ingests (made on the first write)."""
+    return tmp_path / "files"
+
+
 def write(folder: Path, name: str, data: bytes) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     path.write_bytes(data)
     return path
+
+
+def transcript_file(folder: Path, session_id: str, *words: str, turns: int = 2) -> Path:
+    """``folder/<session_id>.jsonl``: a small transcript of that session whose every turn names ``words``."""
+    return write(folder, f"{session_id}.jsonl", transcript_bytes(session_id, *words, turns=turns))
 
 
 async def ids_for(store: PgTenantStore, tenant: str, query: str) -> list[tuple[str, float]]:
@@ -47,14 +58,13 @@ async def ids_for(store: PgTenantStore, tenant: str, query: str) -> list[tuple[s
 
 
 async def test_a_write_through_one_process_is_read_through_the_other(
-    tmp_path: Path, stores: tuple[PgTenantStore, PgTenantStore]
+    files: Path, stores: tuple[PgTenantStore, PgTenantStore]
 ) -> None:
     a, b = stores
-    files = tmp_path / "files"
     async with a.lease("alice") as t:
         eywa = await t.eywa()
-        await eywa.ingest([write(files, "s1.jsonl", transcript_bytes("s1", "zebrafish"))])
-        await eywa.ingest([write(files, "s2.jsonl", transcript_bytes("s2", "zebrafish", "quokka", turns=4))])
+        await eywa.ingest([transcript_file(files, "s1", "zebrafish")])
+        await eywa.ingest([transcript_file(files, "s2", "zebrafish", "quokka", turns=4)])
     assert await ids_for(b, "alice", "zebrafish") == await ids_for(a, "alice", "zebrafish")
     assert {sid for sid, _ in await ids_for(b, "alice", "zebrafish")} == {"s1", "s2"}
     async with b.lease("alice") as t:
@@ -74,16 +84,15 @@ async def test_a_write_through_one_process_is_read_through_the_other(
 
 
 async def test_a_failed_write_section_leaves_nothing_in_either_store(
-    tmp_path: Path, pg_url: str, stores: tuple[PgTenantStore, PgTenantStore]
+    files: Path, pg_url: str, stores: tuple[PgTenantStore, PgTenantStore]
 ) -> None:
     a, b = stores
-    files = tmp_path / "files"
     async with a.lease("alice") as t:
         eywa = await t.eywa()
-        await eywa.ingest([write(files, "kept.jsonl", transcript_bytes("kept", "zebrafish"))])
+        await eywa.ingest([transcript_file(files, "kept", "zebrafish")])
         with pytest.raises(RuntimeError, match="cut short"):
             async with t.ingest_lock:
-                await eywa.ingest([write(files, "lost.jsonl", transcript_bytes("lost", "zebrafish"))])
+                await eywa.ingest([transcript_file(files, "lost", "zebrafish")])
                 assert (await eywa.show("lost")).session is not None  # there, until the section fails
                 raise RuntimeError("cut short")
         with pytest.raises(SessionNotFoundError):
@@ -96,10 +105,11 @@ async def test_a_failed_write_section_leaves_nothing_in_either_store(
     assert rows == [("kept",)]
 
 
-async def test_a_copy_reopened_is_reused_and_puts_back_what_a_killed_write_left(tmp_path: Path, pg_url: str) -> None:
-    files = tmp_path / "files"
+async def test_a_copy_reopened_is_reused_and_puts_back_what_a_killed_write_left(
+    tmp_path: Path, files: Path, pg_url: str
+) -> None:
     async with tenant_store(tmp_path / "a", pg_url) as a, a.lease("alice") as t:
-        await (await t.eywa()).ingest([write(files, "s1.jsonl", transcript_bytes("s1", "zebrafish"))])
+        await (await t.eywa()).ingest([transcript_file(files, "s1", "zebrafish")])
         replica = cast(PgTenant, t).replica
     inode = replica.path.stat().st_ino
     # A process killed in the middle of a write: its local transaction committed, the database's never did.
@@ -116,13 +126,13 @@ async def test_a_copy_reopened_is_reused_and_puts_back_what_a_killed_write_left(
 
 
 async def test_text_postgresql_cannot_hold_makes_the_round_trip(
-    tmp_path: Path, stores: tuple[PgTenantStore, PgTenantStore]
+    files: Path, stores: tuple[PgTenantStore, PgTenantStore]
 ) -> None:
     turns = [("nul \u0000 here and zebrafish", "and \x01 a mark"), ("\x01starts with the mark", "zebrafish")]
     data = ("\n".join(claude_lines("s\u00001", turns)) + "\n").encode()
     a, b = stores
     async with a.lease("alice") as t:
-        await (await t.eywa()).ingest([write(tmp_path / "files", "n.jsonl", data)])
+        await (await t.eywa()).ingest([write(files, "n.jsonl", data)])
         want = (await (await t.eywa()).show("s\u00001")).session
     async with b.lease("alice") as t:
         got = (await (await t.eywa()).show("s\u00001")).session
@@ -173,10 +183,9 @@ async def test_the_change_log_names_groups_not_rows(tmp_path: Path) -> None:
 
 
 async def test_a_read_is_not_held_up_by_a_write_waiting_for_another_servers_write(
-    tmp_path: Path, pg_url: str, stores: tuple[PgTenantStore, PgTenantStore]
+    files: Path, pg_url: str, stores: tuple[PgTenantStore, PgTenantStore]
 ) -> None:
-    files = tmp_path / "files"
-    paths = [write(files, f"s{i}.jsonl", transcript_bytes(f"s{i}", "zebrafish")) for i in range(3)]
+    paths = [transcript_file(files, f"s{i}", "zebrafish") for i in range(3)]
     a, b = stores
     async with a.lease("alice") as t:
         await (await t.eywa()).ingest([paths[0]])
@@ -212,9 +221,9 @@ async def test_a_read_is_not_held_up_by_a_write_waiting_for_another_servers_writ
         assert sorted(h.session_id for h in await (await t.eywa()).search("zebrafish")) == ["s0", "s1", "s2"]
 
 
-async def test_a_handoff_uploaded_to_one_server_is_listed_by_another(tmp_path: Path, pg_url: str) -> None:
+async def test_a_handoff_uploaded_to_one_server_is_listed_by_another(tmp_path: Path, files: Path, pg_url: str) -> None:
     async with await Eywa.open(memory_settings(tmp_path / "local")) as local:
-        await local.ingest([write(tmp_path / "files", "h1.jsonl", transcript_bytes("h1", "zebrafish"))], use_llm=False)
+        await local.ingest([transcript_file(files, "h1", "zebrafish")], use_llm=False)
         view = await local.show("h1")
     assert view.handoff is not None
     async with running_pg_service(tmp_path / "server", pg_url) as srv:

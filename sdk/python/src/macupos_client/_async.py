@@ -66,10 +66,8 @@ class AsyncClient(API[httpx.AsyncClient]):
                 content = gzip.compress(content, 6)
         retries = 0
         while True:
-            try:
+            with self._answered():
                 response = await self._http.send(self._build(request, content))
-            except httpx.HTTPError as exc:
-                raise self._transport_error(exc) from exc
             wait = self._wait(response, request, retries)
             if wait is None:
                 return response

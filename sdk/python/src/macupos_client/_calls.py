@@ -4,9 +4,10 @@ these (``get = Method(_calls.get)`` in :mod:`~macupos_client._api`), so a method
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -54,6 +55,7 @@ __all__ = [
 
 Scope = Literal["read", "write"]
 SessionFormat = Literal["markdown", "handoff"]
+T = TypeVar("T")
 
 
 def _session_path(session_id: str) -> str:
@@ -63,6 +65,18 @@ def _session_path(session_id: str) -> str:
 
 def _segment(value: str) -> str:
     return quote(str(value), safe="")
+
+
+def _one(model: Callable[[dict[str, Any]], T]) -> Callable[[httpx.Response], T]:
+    """An answer that is one JSON object, read as ``model``."""
+    return lambda r: model(json_object(r))
+
+
+def _each(model: Callable[[Any], T], key: str | None = None) -> Callable[[httpx.Response], list[T]]:
+    """An answer that is a JSON list (its objects), or an object with the list under ``key``: each read as ``model``."""
+    if key is None:
+        return lambda r: [model(item) for item in json_list(r)]
+    return lambda r: [model(item) for item in json_object(r).get(key, [])]
 
 
 def request(
@@ -93,7 +107,7 @@ def upload_transcript(name: str, data: bytes | str, *, compress: bool = True) ->
     request = Request.of(
         "POST", "/v1/transcripts", params={"name": name}, content=body, headers=headers, upload=True, gzip=compress
     )
-    return Call(request, lambda r: TranscriptUpload.of(json_object(r)))
+    return Call(request, _one(TranscriptUpload.of))
 
 
 def upload_handoff(markdown: str, *, name: str | None = None) -> Call[HandoffUpload]:
@@ -104,25 +118,7 @@ def upload_handoff(markdown: str, *, name: str | None = None) -> Call[HandoffUpl
         content=markdown.encode(),
         headers={"Content-Type": "text/markdown; charset=utf-8"},
     )
-    return Call(request, lambda r: HandoffUpload.of(json_object(r)))
-
-
-def _get_params(
-    query: str,
-    project: str | None,
-    days_back: float | None,
-    max_results: int | None,
-    as_of: datetime | None,
-    branch: str | None,
-) -> dict[str, object]:
-    return {
-        "q": query,
-        "project": project or None,
-        "days_back": days_back,
-        "max": max_results,
-        "as_of": as_of,
-        "branch": branch or None,
-    }
+    return Call(request, _one(HandoffUpload.of))
 
 
 def get(
@@ -136,9 +132,16 @@ def get(
     explain: bool = False,
 ) -> Call[list[GroundingResult]]:
     """The grounding: the best handoffs for ``query``, best first."""
-    params = _get_params(query, project, days_back, max_results, as_of, branch)
-    params["explain"] = True if explain else None
-    return Call(Request.of("GET", "/v1/get", params=params), lambda r: [GroundingResult.of(x) for x in json_list(r)])
+    params = {
+        "q": query,
+        "project": project or None,
+        "days_back": days_back,
+        "max": max_results,
+        "as_of": as_of,
+        "branch": branch or None,
+        "explain": True if explain else None,
+    }
+    return Call(Request.of("GET", "/v1/get", params=params), _each(GroundingResult.of))
 
 
 def get_text(
@@ -151,14 +154,14 @@ def get_text(
     branch: str | None = None,
 ) -> Call[str]:
     """The grounding as the quoted text an agent is given."""
-    params = _get_params(query, project, days_back, max_results, as_of, branch)
-    params["format"] = "text"
-    return Call(Request.of("GET", "/v1/get", params=params), lambda r: r.text)
+    grounding = get(query, project=project, days_back=days_back, max_results=max_results, as_of=as_of, branch=branch)
+    params = {**grounding.request.params, "format": "text"}
+    return Call(replace(grounding.request, params=params), lambda r: r.text)
 
 
 def search(query: str, *, limit: int = 10) -> Call[list[SearchHit]]:
     request = Request.of("GET", "/v1/search", params={"q": query, "limit": limit})
-    return Call(request, lambda r: [SearchHit.of(x) for x in json_list(r)])
+    return Call(request, _each(SearchHit.of))
 
 
 def session(session_id: str, *, format: SessionFormat = "markdown") -> Call[str]:
@@ -168,10 +171,7 @@ def session(session_id: str, *, format: SessionFormat = "markdown") -> Call[str]
 
 def forget(session_id: str) -> Call[list[str]]:
     """Forget a session and its subagents: the ids forgotten."""
-    return Call(
-        Request.of("DELETE", _session_path(session_id)),
-        lambda r: [str(s) for s in json_object(r).get("forgotten", [])],
-    )
+    return Call(Request.of("DELETE", _session_path(session_id)), _each(str, "forgotten"))
 
 
 def script(text: str, *, as_of: datetime | None = None) -> Call[str]:
@@ -183,10 +183,7 @@ def script(text: str, *, as_of: datetime | None = None) -> Call[str]:
 
 
 def facts_tier(*, as_of: datetime | None = None) -> Call[list[str]]:
-    return Call(
-        Request.of("GET", "/v1/facts/tier", params={"as_of": as_of}),
-        lambda r: [str(line) for line in json_object(r).get("lines", [])],
-    )
+    return Call(Request.of("GET", "/v1/facts/tier", params={"as_of": as_of}), _each(str, "lines"))
 
 
 def export() -> Call[bytes]:
@@ -195,7 +192,7 @@ def export() -> Call[bytes]:
 
 
 def stats() -> Call[Stats]:
-    return Call(Request.of("GET", "/v1/stats"), lambda r: Stats.of(json_object(r)))
+    return Call(Request.of("GET", "/v1/stats"), _one(Stats.of))
 
 
 def list_handoffs(
@@ -208,7 +205,7 @@ def list_handoffs(
 ) -> Call[HandoffPage]:
     """One page of handoffs, newest first; pass its ``next_cursor`` back for the next."""
     params = {"limit": limit, "project": project or None, "since": since, "until": until, "cursor": cursor or None}
-    return Call(Request.of("GET", "/v1/handoffs", params=params), lambda r: HandoffPage.of(json_object(r)))
+    return Call(Request.of("GET", "/v1/handoffs", params=params), _one(HandoffPage.of))
 
 
 def iter_handoff_pages(
@@ -243,11 +240,11 @@ def create_key(scope: Scope, *, label: str | None = None) -> Call[NewApiKey]:
     body: dict[str, str] = {"scope": scope}
     if label is not None:
         body["label"] = label
-    return Call(Request.of("POST", "/v1/keys", json_body=body, ok=(201, 200)), lambda r: NewApiKey.of(json_object(r)))
+    return Call(Request.of("POST", "/v1/keys", json_body=body, ok=(201, 200)), _one(NewApiKey.of))
 
 
 def list_keys() -> Call[list[ApiKey]]:
-    return Call(Request.of("GET", "/v1/keys"), lambda r: [ApiKey.of(k) for k in json_object(r).get("keys", [])])
+    return Call(Request.of("GET", "/v1/keys"), _each(ApiKey.of, "keys"))
 
 
 def revoke_key(key_id: str) -> Call[None]:
@@ -256,15 +253,11 @@ def revoke_key(key_id: str) -> Call[None]:
 
 def create_webhook(url: str, events: Sequence[str]) -> Call[NewWebhook]:
     body = {"url": url, "events": list(events)}
-    return Call(
-        Request.of("POST", "/v1/webhooks", json_body=body, ok=(201, 200)), lambda r: NewWebhook.of(json_object(r))
-    )
+    return Call(Request.of("POST", "/v1/webhooks", json_body=body, ok=(201, 200)), _one(NewWebhook.of))
 
 
 def list_webhooks() -> Call[list[Webhook]]:
-    return Call(
-        Request.of("GET", "/v1/webhooks"), lambda r: [Webhook.of(w) for w in json_object(r).get("webhooks", [])]
-    )
+    return Call(Request.of("GET", "/v1/webhooks"), _each(Webhook.of, "webhooks"))
 
 
 def delete_webhook(webhook_id: str) -> Call[None]:
@@ -272,7 +265,5 @@ def delete_webhook(webhook_id: str) -> Call[None]:
 
 
 def webhook_deliveries(webhook_id: str) -> Call[list[Delivery]]:
-    return Call(
-        Request.of("GET", f"/v1/webhooks/{_segment(webhook_id)}/deliveries"),
-        lambda r: [Delivery.of(d) for d in json_object(r).get("deliveries", [])],
-    )
+    path = f"/v1/webhooks/{_segment(webhook_id)}/deliveries"
+    return Call(Request.of("GET", path), _each(Delivery.of, "deliveries"))

@@ -8,7 +8,8 @@ import json
 import math
 import os
 import ssl
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -220,8 +221,13 @@ class ClientBase(Generic[H]):
             timeout=timeout,
         )
 
-    def _transport_error(self, exc: httpx.HTTPError) -> TransportError:
-        return transport_error(exc, self.options.base_url)
+    @contextmanager
+    def _answered(self) -> Iterator[None]:
+        """Sending inside: an httpx error raised as the TransportError of no answer, the httpx one its cause."""
+        try:
+            yield
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, self.options.base_url) from exc
 
     def _wait(self, response: httpx.Response, request: Request, retries_done: int) -> float | None:
         """None when ``response`` is the answer; else the seconds to wait before sending again, or the error

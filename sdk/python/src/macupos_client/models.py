@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, Self, cast
 
 __all__ = [
     "ApiKey",
@@ -38,34 +39,57 @@ def _counts(value: Any) -> dict[str, int]:
 
 _NEEDED = object()  # the key must be there: a KeyError without it
 
-# How a field reads the key of its name: the conversion, and what stands in for a missing key.
-_READS: dict[str, tuple[Callable[[Any], Any], Any]] = {
-    "req": (str, _NEEDED),
-    "str": (str, ""),
-    "main": (str, "main"),  # a session's kind: main unless said
-    "blank": (lambda v: str(v or ""), None),  # null reads as "" too
-    "opt": (_opt, None),
-    "float": (float, _NEEDED),
-    "int": (int, 0),
-    "int?": (lambda v: int(v) if isinstance(v, int) else None, None),
-    "strs": (_strs, None),
-    "counts": (_counts, {}),
-    "json": (lambda v: v, None),
+_Read = tuple[Callable[[Any], Any], Any]  # the conversion of a key's value, and what stands in for a missing key
+
+# How a field reads the key of its name, by the field's type...
+_BY_TYPE: dict[object, _Read] = {
+    str: (str, _NEEDED),
+    float: (float, _NEEDED),
+    int: (int, 0),
+    int | None: (lambda v: int(v) if isinstance(v, int) else None, None),
+    str | None: (_opt, None),
+    tuple[str, ...]: (_strs, None),
+    dict[str, int]: (_counts, {}),
+    dict[str, Any] | None: (lambda v: v, None),
 }
 
+# ... unless its metadata says otherwise: ``field(metadata=_OR_EMPTY)`` for a str the service may leave out.
+_OR_EMPTY: dict[str, _Read] = {"read": (str, "")}
+_OR_MAIN: dict[str, _Read] = {"read": (str, "main")}  # a session's kind: main unless said
+_BLANK: dict[str, _Read] = {"read": (lambda v: str(v or ""), None)}  # null reads as "" too
 
-def _read(data: dict[str, Any], spec: str) -> dict[str, Any]:
-    """The fields ``spec`` names (``name:how`` a field, how as in _READS) read from ``data``."""
-    fields: dict[str, Any] = {}
-    for item in spec.split():
-        name, _, how = item.partition(":")
-        convert, default = _READS[how]
-        fields[name] = convert(data[name] if default is _NEEDED else data.get(name, default))
-    return fields
+
+_Field = tuple[str, Callable[[Any], Any], Any]  # a field's name, conversion and stand-in for a missing key
+_FIELDS: dict[type, tuple[_Field, ...]] = {}  # by class, read once: type hints are slow to resolve
+
+
+def _reads(cls: type) -> tuple[_Field, ...]:
+    """How each field of dataclass ``cls`` but ``raw`` is read."""
+    if cls not in _FIELDS:
+        types = typing.get_type_hints(cls)
+        _FIELDS[cls] = tuple(
+            (f.name, *f.metadata.get("read", _BY_TYPE[types[f.name]])) for f in fields(cls) if f.name != "raw"
+        )
+    return _FIELDS[cls]
+
+
+class _FromJSON:
+    """What a model's ``of`` is: each field read from the key of its name, the object itself kept in ``raw``."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> Self:
+        values = {
+            name: convert(data[name] if missing is _NEEDED else data.get(name, missing))
+            for name, convert, missing in _reads(cls)
+        }
+        # cls is a dataclass below, whose __init__ takes these: mypy sees only this class's.
+        return cast("Callable[..., Self]", cls)(**values, raw=data)
 
 
 @dataclass(frozen=True, slots=True)
-class TranscriptUpload:
+class TranscriptUpload(_FromJSON):
     """``POST /v1/transcripts``: the sessions the file held, and what was skipped reading it."""
 
     sessions: tuple[str, ...]
@@ -76,29 +100,16 @@ class TranscriptUpload:
     lines_skipped: dict[str, int]
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> TranscriptUpload:
-        return cls(
-            **_read(
-                data, "sessions:strs counts:counts handoffs_extracted:int bytes:int problems:int lines_skipped:counts"
-            ),
-            raw=data,
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class HandoffUpload:
+class HandoffUpload(_FromJSON):
     session_id: str
     imported: int
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> HandoffUpload:
-        return cls(**_read(data, "session_id:req imported:int"), raw=data)
-
 
 @dataclass(frozen=True, slots=True)
-class GroundingResult:
+class GroundingResult(_FromJSON):
     """One handoff of ``GET /v1/get``, best first. ``explain`` holds the score's parts when asked for."""
 
     session_id: str
@@ -106,62 +117,37 @@ class GroundingResult:
     date: str
     headline: str
     projects: tuple[str, ...]
-    kind: str
+    kind: str = field(metadata=_OR_MAIN)
     branch_preference: dict[str, Any] | None = None
     explain: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> GroundingResult:
-        return cls(
-            **_read(
-                data,
-                "session_id:req score:float date:req headline:req projects:strs kind:main branch_preference:json"
-                " explain:json",
-            ),
-            raw=data,
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class SearchHit:
+class SearchHit(_FromJSON):
     """One hit of ``GET /v1/search``; ``score`` is higher for better."""
 
     session_id: str
-    kind: str
-    parent_id: str
-    snippet: str
+    kind: str = field(metadata=_OR_MAIN)
+    parent_id: str = field(metadata=_BLANK)
+    snippet: str = field(metadata=_OR_EMPTY)
     score: float
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> SearchHit:
-        return cls(**_read(data, "session_id:req kind:main parent_id:blank snippet:str score:float"), raw=data)
-
 
 @dataclass(frozen=True, slots=True)
-class HandoffSummary:
+class HandoffSummary(_FromJSON):
     """One handoff as ``GET /v1/handoffs`` lists it (its markdown: ``client.session(id, format="handoff")``)."""
 
     session_id: str
     date: str
-    headline: str
+    headline: str = field(metadata=_OR_EMPTY)
     projects: tuple[str, ...]
     keywords: tuple[str, ...]
     substance: int
-    kind: str
-    source: str
+    kind: str = field(metadata=_OR_MAIN)
+    source: str = field(metadata=_OR_EMPTY)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> HandoffSummary:
-        return cls(
-            **_read(
-                data,
-                "session_id:req date:req headline:str projects:strs keywords:strs substance:int kind:main source:str",
-            ),
-            raw=data,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,87 +180,64 @@ class Stats:
 
 
 @dataclass(frozen=True, slots=True)
-class ApiKey:
+class ApiKey(_FromJSON):
     """A key as ``GET /v1/keys`` lists it: never the key itself."""
 
     id: str
     scope: str
-    tenant: str
+    tenant: str = field(metadata=_OR_EMPTY)
     label: str | None
-    created_at: str
+    created_at: str = field(metadata=_OR_EMPTY)
     revoked_at: str | None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> ApiKey:
-        return cls(**_read(data, "id:req scope:req tenant:str label:opt created_at:str revoked_at:opt"), raw=data)
-
 
 @dataclass(frozen=True, slots=True)
-class NewApiKey:
+class NewApiKey(_FromJSON):
     """``POST /v1/keys``: ``key`` is shown this once."""
 
     id: str
     key: str = field(repr=False)
     scope: str
-    tenant: str
+    tenant: str = field(metadata=_OR_EMPTY)
     label: str | None
-    created_at: str
+    created_at: str = field(metadata=_OR_EMPTY)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> NewApiKey:
-        return cls(**_read(data, "id:req key:req scope:req tenant:str label:opt created_at:str"), raw=data)
 
 
 @dataclass(frozen=True, slots=True)
-class Webhook:
+class Webhook(_FromJSON):
     id: str
     url: str
     events: tuple[str, ...]
-    created_at: str
+    created_at: str = field(metadata=_OR_EMPTY)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> Webhook:
-        return cls(**_read(data, "id:req url:req events:strs created_at:str"), raw=data)
 
 
 @dataclass(frozen=True, slots=True)
-class NewWebhook:
+class NewWebhook(_FromJSON):
     """``POST /v1/webhooks``: ``secret`` (what deliveries are signed with) is shown this once."""
 
     id: str
     secret: str = field(repr=False)
-    url: str
+    url: str = field(metadata=_OR_EMPTY)
     events: tuple[str, ...]
-    created_at: str
+    created_at: str = field(metadata=_OR_EMPTY)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> NewWebhook:
-        return cls(**_read(data, "id:req secret:req url:str events:strs created_at:str"), raw=data)
 
 
 @dataclass(frozen=True, slots=True)
-class Delivery:
+class Delivery(_FromJSON):
     """One delivery of a webhook: ``status`` is pending, delivered or failed."""
 
     id: str
-    event: str
-    status: str
+    event: str = field(metadata=_OR_EMPTY)
+    status: str = field(metadata=_OR_EMPTY)
     attempts: int
     last_status: int | None
-    created_at: str
+    created_at: str = field(metadata=_OR_EMPTY)
     delivered_at: str | None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> Delivery:
-        return cls(
-            **_read(data, "id:req event:str status:str attempts:int last_status:int? created_at:str delivered_at:opt"),
-            raw=data,
-        )
 
 
 @dataclass(frozen=True, slots=True)
