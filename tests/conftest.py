@@ -87,11 +87,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _slow_files_first(items: list[pytest.Item]) -> None:
-    """Files holding a slow test first, each file's tests kept in their order: the workers take the long files
-    (a kill loop runs 60-90 s) while many short ones are left to even out the end, instead of one worker
-    finishing a kill loop alone at the end of the run."""
+    """The longest files first, each file's tests kept in their order (scripts/test hands files to the workers
+    in this order, ``--no-loadscope-reorder``): the kill loops and soaks of :data:`_SLOW_PATHS` (60-100 s each),
+    then the other files holding a slow test, then the rest, which even out the end instead of one worker
+    finishing a kill loop alone while the other waits."""
+
+    def rank(item: pytest.Item) -> int:
+        if item.path.resolve().relative_to(_TESTS).as_posix().startswith(_SLOW_PATHS):
+            return 0
+        return 1 if item.path in heavy else 2
+
     heavy = {item.path for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: item.path not in heavy)  # stable: the order within each group stays
+    items.sort(key=rank)  # stable: the order within each file stays
 
 
 @pytest.fixture

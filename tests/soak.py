@@ -14,13 +14,12 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.cli_env import cli_env
+from tests.cli_env import MACUPOS, cli_env
 from tests.service.conftest import claude_lines
 
 __all__ = ["ROUNDS", "Beside", "database_text", "integrity", "visible_rows"]
 
 ROUNDS = 200  # the count docs/service.md promises
-MACUPOS = Path(sys.executable).parent / "macupos"
 _READER = (
     "import sqlite3, sys\n"
     "c = sqlite3.connect(f'file:{sys.argv[1]}?mode=ro', uri=True, timeout=30)\n"

@@ -8,17 +8,15 @@ import asyncio
 import contextlib
 import re
 import sqlite3
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from relay.process import kill_marked
 from tests.bot.app_harness import OWNER, Harness, buttons
+from tests.cli_env import MACUPOS
 from tests.doubles.anthropic import last_user_text
 
-MACUPOS = Path(sys.executable).parent / "macupos"
 RESUME_NOTE = "restarted while you were working"
 
 

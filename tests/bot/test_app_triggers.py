@@ -8,7 +8,6 @@ import asyncio
 import copy
 import json
 import socket
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from tests.bot.app_harness import FRIEND, OWNER, Harness, harness
 from tests.bot.test_app_branches import commit_file, cwd_of, git, worktree
 from tests.bot.test_app_schedules import settle
 from tests.bot.test_triggers import workflow_run_delivery
+from tests.cli_env import MACUPOS
 from tests.doubles.anthropic import ToolUse, last_user_text
 from tests.doubles.telegram import TelegramDouble
 
@@ -177,7 +177,6 @@ async def test_a_failed_ci_run_is_fixed_in_its_branch_under_the_edit_profile(
 async def test_macupos_trigger_hands_the_running_bot_an_instruction(h: Harness) -> None:
     h.claude.default = "Deployed the docs."
     app = await h.start()
-    macupos = Path(sys.executable).parent / "macupos"
     env = {
         "PATH": "/usr/bin:/bin",
         "HOME": str(h.tmp / "cli-home"),
@@ -185,7 +184,7 @@ async def test_macupos_trigger_hands_the_running_bot_an_instruction(h: Harness) 
         "MACUPOS_TRIGGER_SECRET": SECRET,
     }
     process = await asyncio.create_subprocess_exec(
-        str(macupos),
+        str(MACUPOS),
         "trigger",
         "deploy the docs",
         env=env,
@@ -204,7 +203,7 @@ async def test_macupos_trigger_hands_the_running_bot_an_instruction(h: Harness) 
 
     env["MACUPOS_TRIGGER_SECRET"] = "a-wrong-secret-of-some-length"
     process = await asyncio.create_subprocess_exec(
-        str(macupos), "trigger", "deploy again", env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        str(MACUPOS), "trigger", "deploy again", env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
     _, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 1 and "401" in err.decode()

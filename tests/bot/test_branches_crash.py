@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import re
 import sqlite3
-import sys
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,10 +20,10 @@ from bot.state import BotState
 from relay.process import kill_marked
 from tests.bot.app_harness import OWNER, Harness, button, buttons, harness
 from tests.bot.test_app_branches import commit_file, cwd_of, git, worktree
+from tests.cli_env import MACUPOS
 from tests.doubles.anthropic import last_user_text
 from tests.doubles.telegram import TelegramDouble
 
-MACUPOS = Path(sys.executable).parent / "macupos"
 BRANCHES = ("one", "two", "three")
 _JOB = re.compile(r"job (one|two|three|four|five)\b")
 GROUP = -1001234567890  # a forum supergroup

@@ -4,7 +4,6 @@ control, an instruction that quotes the token, a restart and a kill, read at deb
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import quote
@@ -13,12 +12,12 @@ import pytest
 
 from relay.process import kill_marked
 from tests.bot.app_harness import OWNER, Harness, harness
+from tests.cli_env import MACUPOS
 from tests.doubles.anthropic import ErrorReply
 from tests.doubles.telegram import TelegramDouble
 
 # A token of the real shape (made up): the redactor knows it, and the bot masks it exactly too.
 TOKEN = "7412365890:AAHf3kQ9zX_ab-CDefGhIjKlMnOpQrStUvW"
-MACUPOS = Path(sys.executable).parent / "macupos"
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ with its Resume button)."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import pytest
 from bot.state import BotState
 from relay.process import kill_marked
 from tests.bot.app_harness import OWNER, Harness, button, harness
+from tests.cli_env import MACUPOS
 from tests.doubles.anthropic import last_user_text
 from tests.doubles.telegram import TelegramDouble
 
@@ -41,10 +41,9 @@ def _message(update_id: int, text: str) -> dict[str, Any]:
 async def test_a_bot_killed_mid_run_reports_it_at_restart_and_resumes_only_when_asked(h: Harness) -> None:
     h.write_config_toml()
     h.claude.hold = 1
-    macupos = Path(sys.executable).parent / "macupos"
     log = (h.tmp / "bot.log").open("wb")
     process = await asyncio.create_subprocess_exec(
-        str(macupos), "bot", env=h.env, cwd=str(h.tmp), stdout=log, stderr=log
+        str(MACUPOS), "bot", env=h.env, cwd=str(h.tmp), stdout=log, stderr=log
     )
     try:
         h.tg.push_message(OWNER, OWNER, "run the nightly import")

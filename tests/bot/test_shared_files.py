@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sys
 from pathlib import Path
 
 from tests.bot.app_harness import OWNER, harness
+from tests.cli_env import MACUPOS
 from tests.doubles.telegram import TelegramDouble
 from tests.locks import holds_sqlite_lock
 from tests.soak import ROUNDS, Beside, integrity, visible_rows
 
-MACUPOS = Path(sys.executable).parent / "macupos"
 _REMEMBERED = re.compile(r"Remembered \((tg-[0-9a-f-]+)\)")
 
 

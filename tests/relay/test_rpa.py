@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +23,10 @@ from relay.rpa import run_rpa
 from relay.rpa_report import RunReport
 from relay.rpa_text import parse_verdict
 from relay.settings import RelaySettings
+from tests.cli_env import MACUPOS
 from tests.doubles.anthropic import AnthropicDouble, ErrorReply, ToolUse, last_user_text
 from tests.doubles.openai import ExecCommand, HttpError, OpenAIDouble, input_texts
 
-MACUPOS = Path(sys.executable).parent / "macupos"
 # The read-only tools are allowed outright on purpose: the SDK warns that the approval hook never sees them.
 pytestmark = pytest.mark.filterwarnings("ignore::claude_agent_sdk.CanUseToolShadowedWarning")
 

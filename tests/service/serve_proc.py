@@ -6,7 +6,6 @@ import re
 import signal
 import ssl
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,11 +13,9 @@ from pathlib import Path
 
 import httpx
 
-from tests.cli_env import cli_env
+from tests.cli_env import MACUPOS, cli_env
 
 __all__ = ["MACUPOS", "cli", "serve_env", "serving", "stop", "wait_listening"]
-
-MACUPOS = Path(sys.executable).parent / "macupos"
 
 
 def serve_env(home: Path, **extra: str) -> dict[str, str]:

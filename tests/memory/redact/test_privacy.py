@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,10 +16,10 @@ from memory.errors import SettingsError
 from memory.facade import Eywa
 from memory.redact.privacy import PRIVATE_FILE, Privacy, load_privacy, write_private_file
 from memory.settings import MemorySettings
+from tests.cli_env import run_macupos
 from tests.doubles.anthropic import AnthropicDouble
 from tests.memory.hook_run import run_hook
 
-REPO = Path(__file__).resolve().parents[3]
 SECRET_WORD = "zanzibarquokka"  # what the private project's session talks about
 
 
@@ -196,21 +194,13 @@ def test_the_hooks_leave_a_private_project_alone(tmp_path: Path, folders: tuple[
         "CODEX_HOME": str(settings.codex_home),
         "MACUPOS_MEMORY_LLM": "0",
     }
-    subprocess.run(
-        [sys.executable, "-m", "macupos", "memory", "ingest", str(public_path)], env=env, cwd=REPO, check=True
-    )
+    assert run_macupos(env, "memory", "ingest", str(public_path)).returncode == 0
 
     end = run_hook("session-end", {"session_id": "s-sec", "transcript_path": str(secret_path), "cwd": str(secret)}, env)
     start = run_hook("session-start", {"session_id": "new", "cwd": str(secret), "source": "startup"}, env)
     # What SessionEnd starts elsewhere, run by hand on the private transcript: the ingest leaves it out too.
-    by_hand = subprocess.run(
-        [sys.executable, "-m", "macupos", "memory", "ingest", str(secret_path), "--json"],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    by_hand = run_macupos(env, "memory", "ingest", str(secret_path), "--json")
+    assert by_hand.returncode == 0, by_hand.stderr
 
     assert end.returncode == 0 and start.returncode == 0 and start.stdout == ""
     log = (home / "logs" / "hooks.log").read_text()
