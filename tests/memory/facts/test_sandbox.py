@@ -137,7 +137,10 @@ async def test_a_huge_string_repeat_is_refused_before_allocating(api: FactsApi) 
 async def test_doubling_a_string_until_memory_runs_out_kills_only_the_sandbox(api: FactsApi) -> None:
     result = await api.run_script("set s x\nwhile 1 {append s $s}")
     assert not result.ok
-    assert "memory limit" in (result.error or "") or "limit exceeded" in (result.error or "")
+    # The memory limit stops it; on a machine loaded by other work the host's deadline may come first: either
+    # way the sandbox process is killed and the host goes on.
+    said = result.error or ""
+    assert "memory limit" in said or "limit exceeded" in said or "script stopped: no answer within" in said
     assert await ok(api, "remember after user Fact predicate p object o") == "after"
 
 

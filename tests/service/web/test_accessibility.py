@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -211,7 +212,11 @@ def test_the_mini_app_wears_telegrams_theme_and_its_back_button_goes_back(rig: R
         assert var("--bg") == "#181818"  # a later page of the login keeps Telegram's colours
         assert back_button() == [True]
         d.execute_script("window.Telegram.WebView.receiveEvent('back_button_pressed', null)")  # as Telegram does
-        wait.until(lambda drv: drv.current_url.endswith("/review"))
+        try:
+            wait.until(lambda drv: drv.current_url.endswith("/review"))
+        except TimeoutException:  # once, on a loaded machine: say where the tab was and what the page said
+            where = d.execute_script("return [location.href, history.length, history.state, window.__tgEvents]")
+            raise AssertionError(f"Back did not return to /review: {where}") from None
         wait.until(lambda drv: drv.execute_script("return window.__tgEvents && window.__tgEvents.length > 0"))
         assert back_button()[-1] is False
         assert not rig.csp_refusals()
