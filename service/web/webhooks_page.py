@@ -36,18 +36,26 @@ async def webhooks_page(call: WebCall) -> Response:
         rows=rows,
         done=SAID.get(done, ""),
         can_write=call.can_write,
+        confirm=None,
         when=_when,
     )
 
 
 async def webhooks_action(call: WebCall) -> Response:
-    """``op=delete`` and ``id``: the webhook and its delivery log go."""
+    """``op=ask-delete`` and ``id``: the step before a delete (what goes, "Yes, delete", a way back), as the
+    page's Delete button asks; ``op=delete``: the webhook and its delivery log go."""
     hooks = webhooks_of(call.request.app)
     if hooks is None:
         raise WebError("webhooks belong to `macupos serve`; this server keeps none", status=404)
-    if call.form.get("op") != "delete":
-        raise WebError("unknown webhooks action", status=400)
+    op = call.form.get("op")
     webhook_id = call.form.get("id", "")[:100]
+    if op == "ask-delete":
+        found = [h for h in await hooks.webhooks(call.login.tenant) if h.webhook_id == webhook_id]
+        if not found:
+            raise WebError("no such webhook (deleted already?)", status=404)
+        return call.render("webhooks.html", nav="webhooks", available=True, rows=[], confirm=found[0], when=_when)
+    if op != "delete":
+        raise WebError("unknown webhooks action", status=400)
     if not await hooks.delete(call.login.tenant, webhook_id):
         raise WebError("no such webhook (deleted already?)", status=404)
     return redirect("/webhooks", {"done": "deleted"})

@@ -1,6 +1,6 @@
 """The webhooks page over real HTTP: a tenant's webhooks with their recent deliveries (hostile text escaped,
-never the secret), deleted with the session's CSRF token by a write login only, another tenant's never shown
-nor deleted, and `serve --local` saying webhooks belong to `macupos serve`."""
+never the secret), deleted after a confirm step with the session's CSRF token by a write login only, another
+tenant's never shown nor deleted, and `serve --local` saying webhooks belong to `macupos serve`."""
 
 from __future__ import annotations
 
@@ -36,7 +36,14 @@ async def test_the_page_lists_webhooks_with_their_deliveries_and_a_write_login_d
             assert made["secret"] not in html and hostile["secret"] not in html
             assert '<table class="cards deliveries">' in html and '<td data-label="status">delivered</td>' in html
             assert 'href="/webhooks" class="on" aria-current="page"' in html
-            gone = await web.post("/webhooks", data={"csrf": csrf_of(html), "op": "delete", "id": made["id"]})
+            assert 'name="op" value="ask-delete"' in html and 'value="delete"' not in html  # Delete asks first
+            asked = await web.post("/webhooks", data={"csrf": csrf_of(html), "op": "ask-delete", "id": made["id"]})
+            assert asked.status_code == 200 and 'id="confirm-delete"' in asked.text and rx.url in asked.text
+            assert f'href="/webhooks#webhook-{made["id"]}" id="cancel-delete"' in asked.text
+            assert_inert(asked.text)
+            async with srv.client(key) as c:  # asking deleted nothing
+                assert len((await c.get("/v1/webhooks")).json()["webhooks"]) == 2
+            gone = await web.post("/webhooks", data={"csrf": csrf_of(asked.text), "op": "delete", "id": made["id"]})
             assert gone.status_code == 303 and gone.headers["location"] == "/webhooks?done=deleted"
             after = (await web.get(gone.headers["location"])).text
             assert "Webhook deleted" in after and made["id"] not in after and hostile["id"] in after
@@ -55,9 +62,10 @@ async def test_a_read_login_cannot_delete_and_another_tenant_sees_none(tmp_path:
         async with httpx.AsyncClient(base_url=srv.url, timeout=60) as web:
             assert (await key_login(web, reader)).status_code == 303
             html = (await web.get("/webhooks")).text
-            assert made["id"] in html and 'name="op" value="delete"' not in html
-            refused = await web.post("/webhooks", data={"csrf": csrf_of(html), "op": "delete", "id": made["id"]})
-            assert refused.status_code == 403
+            assert made["id"] in html and 'name="op"' not in html
+            for op in ("ask-delete", "delete"):
+                refused = await web.post("/webhooks", data={"csrf": csrf_of(html), "op": op, "id": made["id"]})
+                assert refused.status_code == 403
         async with httpx.AsyncClient(base_url=srv.url, timeout=60) as web:
             assert (await key_login(web, bob)).status_code == 303
             html = (await web.get("/webhooks")).text
