@@ -1,8 +1,8 @@
 """`macupos relay …` (click): one grounded Claude Code turn from a terminal, the same runner the bot uses.
 
-The settings are built at the root (macupos/cli.py) and handed down through ``ctx.meta[SETTINGS_KEY]`` as a
-zero-argument factory, so a bad ``[relay]`` config only fails the relay commands. The SDKs are imported
-inside the commands: `macupos --help` must not pay a second for them.
+The settings are built at the root (macupos/cli.py) and handed down through ``ctx.meta[SETTINGS_KEY]``
+(relay.settings) as a zero-argument factory, so a bad ``[relay]`` config only fails the relay commands. The
+SDKs are imported inside the commands: `macupos --help` must not pay a second for them.
 """
 
 from __future__ import annotations
@@ -21,14 +21,13 @@ from memory import MemoryStoreError, StorageError
 from memory.cli import StorageFaultExit
 from relay.errors import CodexError, RelayError
 from relay.events import SessionResult
-from relay.settings import RelaySettings
+from relay.settings import SETTINGS_KEY, RelaySettings
 
 if TYPE_CHECKING:
     from relay.session import ClaudeSession
 
-__all__ = ["SETTINGS_KEY", "relay_group"]
+__all__ = ["relay_group"]
 
-SETTINGS_KEY = "macupos.relay_settings"
 
 logger = logging.getLogger(__name__)
 

@@ -17,12 +17,14 @@ from typing import Any, Literal, cast
 from memory import MemorySettings
 from relay.stages import APPROVAL_POLICIES, STAGES, stage_configs
 
-__all__ = ["PERMISSION_MODES", "PermissionModeName", "RelaySettings"]
+__all__ = ["PERMISSION_MODES", "SETTINGS_KEY", "PermissionModeName", "RelaySettings"]
 
 PermissionModeName = Literal["default", "acceptEdits", "plan"]
 # "bypassPermissions" is left out on purpose: the CLI refuses it as root, and it would skip can_use_tool.
 PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "plan")
 
+# Where the `macupos` root hands the relay commands their settings factory (click ctx.meta).
+SETTINGS_KEY = "macupos.relay_settings"
 DEFAULT_DEADLINE_S = 30 * 60.0
 DEFAULT_IDLE_TIMEOUT_S = 5 * 60.0
 

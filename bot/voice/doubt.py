@@ -134,7 +134,7 @@ def deciding_positions(words: Sequence[str], names: Sequence[str] = (), objects:
             out[i] = "name"
         elif _FILE.search(word) or (i + 1 < len(words) and bare(words[i + 1]).lower() == "dot"):
             out[i] = "file"
-        elif low in DECIDING_NOUNS or low in DEV_VERBS:
+        elif low in DECIDING_NOUNS or low in _VERBS:
             out[i] = "noun"
     if objects:
         for v in verbs:

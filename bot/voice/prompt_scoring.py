@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bot.errors import VoiceError
+from bot.voice.evidence import Beams
 from bot.voice.intent import MAX_ANSWER_WORDS, Choice, PromptKind, VoiceAnswer, answer_hotwords, interpret
 from bot.voice.transcribe import vocabulary_prompt
 
@@ -154,7 +155,9 @@ def whole_scores(
     from faster_whisper.tokenizer import Tokenizer  # type: ignore[import-untyped]
     from faster_whisper.transcribe import get_ctranslate2_storage  # type: ignore[import-untyped]
 
-    ct2 = model.model
+    # The bare model: the transcriber's Beams wrapper would keep every scoring pass (vocabulary logits included)
+    # until the next note, and ask the own-text decode for all five hypotheses.
+    ct2 = model.model.inner if isinstance(model.model, Beams) else model.model
     features = pad_or_trim(model.feature_extractor(samples)[:, :_WINDOW_FRAMES])
     encoded = ct2.encode(get_ctranslate2_storage(np.expand_dims(features, 0)))
     tokenizer = Tokenizer(model.hf_tokenizer, ct2.is_multilingual, task="transcribe", language=language)

@@ -50,10 +50,10 @@ async def webhooks_action(call: WebCall) -> Response:
     op = call.form.get("op")
     webhook_id = call.form.get("id", "")[:100]
     if op == "ask-delete":
-        found = [h for h in await hooks.webhooks(call.login.tenant) if h.webhook_id == webhook_id]
-        if not found:
+        hook = await hooks.get(call.login.tenant, webhook_id)
+        if hook is None:
             raise WebError("no such webhook (deleted already?)", status=404)
-        return call.render("webhooks.html", nav="webhooks", available=True, rows=[], confirm=found[0], when=_when)
+        return call.render("webhooks.html", nav="webhooks", available=True, rows=[], confirm=hook, when=_when)
     if op != "delete":
         raise WebError("unknown webhooks action", status=400)
     if not await hooks.delete(call.login.tenant, webhook_id):
