@@ -26,6 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bot.voice.rivals import Rival
 from bot.voice.snap import DEV_VERBS, Scored, edit_distance, key_distance, phonetic_key, sounds_like, verb_positions
 
 __all__ = [
@@ -71,6 +72,11 @@ class Thresholds:
     # word is spread over its spellings and case, and a common verb ("Run", "Check") scored 0.2–0.3 when right:
     # at 0.1 the piper set had 10.4 % flagged although right, at 0.3 20.8 % (docs/speech.md, "Flags").
     verb_probability: float = 0.1
+    # A vocabulary word scoring within this many nats of a deciding word it could replace is a doubt
+    # (bot.voice.rivals; negative: never). Chosen on the tuning sets (docs/speech.md, "Flags").
+    rival_gap: float = 2.0
+    # The same for a command verb standing for the opening words of a sentence that has no command.
+    head_gap: float = 4.0
 
 
 DEFAULT_THRESHOLDS = Thresholds()
@@ -79,21 +85,25 @@ DEFAULT_THRESHOLDS = Thresholds()
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """What the decoder knew about a transcript: each word (``text.split()``) with its probability, the
-    other beams as (text, score below the best), and whether the decode fell back to sampling."""
+    other beams as (text, score below the best), whether the decode fell back to sampling, and the vocabulary's
+    rivals of its deciding words scored against the audio (bot.voice.rivals)."""
 
     words: tuple[tuple[str, float], ...] = ()
     hypotheses: tuple[tuple[str, float], ...] = ()
     fallback: bool = False
+    rivals: tuple[Rival, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Flag:
-    """An unsure deciding word: its index in ``text.split()``, the word as written, alternatives, and why."""
+    """An unsure deciding word: its index in ``text.split()``, the word as written, alternatives, and why;
+    ``span``: how many words from ``index`` an alternative replaces (a verb heard as "And then": two)."""
 
     index: int
     heard: str
     alternatives: tuple[str, ...]
     reason: str
+    span: int = 1
 
 
 def bare(token: str) -> str:
@@ -187,6 +197,10 @@ def find_flags(
         lexicon_verb = kind == "verb" and heard.lower() in _VERBS
         if p < (thresholds.verb_probability if lexicon_verb else thresholds.probability):
             reasons.append(f"p={p:.2f}")
+        for r in evidence.rivals:
+            if r.index == i and r.span == 1 and not r.head and r.gap >= -thresholds.rival_gap:
+                reasons.append(f"rival {r.word} ({r.gap:.1f})")
+                ranked.append((-1.0 - r.gap / 100, r.word))  # the audio's own choice goes first
         beam_words: list[str] = []
         for other, gap in beams:
             if i in other:
@@ -224,7 +238,29 @@ def find_flags(
             ]
         picked = _unique([w for _, w in sorted(ranked, key=lambda r: r[0])], heard)
         flags.append(Flag(i, heard, tuple(picked[:_MAX_ALTERNATIVES]), ", ".join(reasons)))
-    return tuple(flags)
+    return _with_head(words, flags, evidence.rivals, thresholds.head_gap)
+
+
+def _with_head(words: Sequence[str], flags: list[Flag], rivals: Sequence[Rival], gap: float) -> tuple[Flag, ...]:
+    """``flags`` and, when a command verb explains the opening of a sentence without a command nearly as well
+    as what was heard, a flag on those opening words offering the verbs (it takes the place of flags there)."""
+    heads = sorted((r for r in rivals if r.head and r.gap >= -gap), key=lambda r: -r.gap)
+    if not heads:
+        return tuple(flags)
+    span = heads[0].span
+    reason = f"no command; {heads[0].word} ({heads[0].gap:.1f})"
+    # The verbs the audio supports best first, the head's and a flag's on the same word alike.
+    scored = [(r.gap, r.word) for r in heads if r.span == span]
+    rest: list[str] = []
+    for f in flags:
+        if f.index < span:  # the same opening words: one question, with both kinds of alternative
+            if span == 1:
+                scored += [(r.gap, r.word) for r in rivals if r.index == 0 and r.span == 1 and not r.head]
+                rest += f.alternatives
+            reason = f"{f.reason}, {reason}"
+    verbs = _unique([w for _, w in sorted(scored, key=lambda s: -s[0])] + rest, "")
+    head = Flag(0, " ".join(bare(w) for w in words[:span]), tuple(verbs[:_MAX_ALTERNATIVES]), reason, span)
+    return (head, *(f for f in flags if f.index >= span))
 
 
 def _unique(words: Sequence[str], heard: str) -> list[str]:
@@ -238,13 +274,17 @@ def _unique(words: Sequence[str], heard: str) -> list[str]:
     return out
 
 
-def substitute(text: str, index: int, word: str) -> str:
-    """``text`` with the word at ``index`` (of ``text.split()``) replaced, its punctuation and capital kept."""
+def substitute(text: str, index: int, word: str, span: int = 1) -> str:
+    """``text`` with the word at ``index`` (of ``text.split()``) replaced, its punctuation and capital kept;
+    with ``span`` > 1 the words up to ``index + span`` go too (the last one's punctuation is kept)."""
     words = text.split()
+    span = max(1, min(span, len(words) - index))
     token = words[index]
     m = re.match(r"^([^A-Za-z0-9]*)(.*?)([^A-Za-z0-9]*)$", token)
-    lead, core, tail = (m.group(1), m.group(2), m.group(3)) if m else ("", token, "")
+    lead, core = (m.group(1), m.group(2)) if m else ("", token)
+    last = re.match(r"^.*?([^A-Za-z0-9]*)$", words[index + span - 1])
+    tail = last.group(1) if last else ""
     if core[:1].isupper() and word[:1].islower():
         word = word[:1].upper() + word[1:]
-    words[index] = lead + word + tail
+    words[index : index + span] = [lead + word + tail]
     return " ".join(words)

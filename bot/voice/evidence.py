@@ -9,11 +9,18 @@ cost). A decode that needed more than one ``generate`` call fell back to samplin
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
-from bot.voice.doubt import Evidence, word_probabilities
+import numpy as np
 
-__all__ = ["Beams", "gather"]
+from bot.voice.doubt import DECIDING_NOUNS, Evidence, bare, deciding_positions, word_probabilities
+from bot.voice.rivals import FirstGap, Rival, candidates
+from bot.voice.snap import DEV_VERBS, verb_positions
+
+__all__ = ["Beams", "first_gaps", "forced_steps", "gather", "weigh_rivals"]
+
+_LEXICON_VERBS = frozenset(DEV_VERBS)
 
 _RECASE_BELOW = 0.75  # a first word less sure than this is scored in lower case too (one more forced pass)
 
@@ -62,3 +69,75 @@ def gather(tokenizer: Any, force: Force, results: Sequence[Any], text: str) -> E
         ]
     # More than one generate call: the first decode failed its checks and fell back to sampling.
     return Evidence(words, tuple(hypotheses), len(results) > 1)
+
+
+def first_gaps(tokenizer: Any, ct2: Any, encoded: Any, start: list[int], text: str) -> FirstGap:
+    """``FirstGap`` for ``text``, from one pass forcing it with the vocabulary's logits returned: how much
+    likelier (nats) a word's first token was than the heard word's, at each word's first token."""
+    tokens = tokenizer.encode(" " + text.strip())
+    steps = forced_steps(ct2, encoded, start, tokens)
+    starts: list[int] = []
+    for k, token in enumerate(tokens):
+        piece = tokenizer.decode([token])
+        if k == 0 or piece[:1].isspace():
+            starts.append(k)
+    rows: dict[int, np.ndarray[Any, np.dtype[np.float64]]] = {}
+    firsts: dict[str, int] = {}
+
+    def gap(index: int, word: str) -> float:
+        if index >= len(starts) or starts[index] >= len(steps):
+            return float("-inf")
+        at = starts[index]
+        if at not in rows:
+            values = np.asarray(steps[at], dtype=np.float64)
+            rows[at] = values - float(values.max())
+        if word not in firsts:
+            firsts[word] = tokenizer.encode(" " + word)[0]
+        row = rows[at]
+        return float(row[firsts[word]] - row[tokens[at]])
+
+    return gap
+
+
+def weigh_rivals(
+    text: str, names: Sequence[str], first_gap: FirstGap, score: Callable[[Sequence[str]], list[float]]
+) -> tuple[Rival, ...]:
+    """The rivals of ``text``'s deciding words (bot.voice.rivals), each scored against the audio: its gap is its
+    sentence's log-probability minus the transcript's."""
+    words = text.split()
+    verbs = set(verb_positions(words))
+    slots = {
+        i: kind
+        for i, kind in deciding_positions(words, names).items()
+        if not (i in verbs and bare(words[i]).lower() in _LEXICON_VERBS)  # taken as heard, as snapping does
+    }
+    nouns = (*names, *DECIDING_NOUNS, *DEV_VERBS)
+
+    def vocabulary(kind: str) -> Sequence[str]:
+        return (*DEV_VERBS, *names) if kind == "verb" else nouns
+
+    picked = candidates(text, slots, vocabulary, first_gap)
+    if not picked:
+        return ()
+    base, *scores = score([text, *(r.text for r in picked)])
+    return tuple(replace(r, gap=s - base) for r, s in zip(picked, scores, strict=True))
+
+
+def forced_steps(ct2: Any, encoded: Any, start: list[int], tokens: list[int]) -> list[Any]:
+    """The decoder's logits at each step of ``tokens`` forced after ``start``, and at least one step more."""
+    # How CTranslate2 counts max_length against a forced prefix is not documented: a generous limit, and a
+    # second try with more room if the step after the prefix is missing.
+    for room in (len(start) + 2 * len(tokens) + 4, 448):
+        result = ct2.generate(
+            encoded,
+            [start + tokens],
+            beam_size=1,
+            max_length=room,
+            return_logits_vocab=True,
+            suppress_blank=False,
+            suppress_tokens=[],
+        )[0]
+        steps: list[Any] = list(result.logits[0]) if result.logits else []
+        if len(steps) > len(tokens):
+            return steps
+    return []

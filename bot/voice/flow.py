@@ -74,7 +74,7 @@ def picks(text: str, flags: tuple[Flag, ...]) -> list[tuple[str, str, str]]:
     for f in flags:
         for alt in f.alternatives:
             label = f"{alt}" if len(flags) == 1 else f"{f.heard} → {alt}"
-            out.append((label, alt, substitute(text, f.index, alt)))
+            out.append((label, alt, substitute(text, f.index, alt, f.span)))
     return out[:_MAX_PICKS]
 
 

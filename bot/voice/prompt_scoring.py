@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bot.errors import VoiceError
-from bot.voice.evidence import Beams
+from bot.voice.evidence import Beams, forced_steps
 from bot.voice.intent import MAX_ANSWER_WORDS, Choice, PromptKind, VoiceAnswer, answer_hotwords, interpret
 from bot.voice.transcribe import vocabulary_prompt
 
@@ -168,33 +168,13 @@ def whole_scores(
     candidates.append([t for t in own.sequences_ids[0] if t < tokenizer.eot])
     scores: list[float] = []
     for tokens in candidates:
-        steps = _steps(ct2, encoded, start, tokens) if tokens else []
+        steps = forced_steps(ct2, encoded, start, tokens) if tokens else []
         if len(steps) <= len(tokens) or not tokens:
             scores.append(float("-inf"))
             continue
         logprobs = [_log_softmax(steps[i])[t] for i, t in enumerate(tokens)]
         scores.append(float(sum(logprobs) + _log_softmax(steps[len(tokens)])[tokenizer.eot]))
     return scores
-
-
-def _steps(ct2: Any, encoded: Any, start: list[int], tokens: list[int]) -> list[Any]:
-    """The decoder's logits at each step of ``tokens`` forced after ``start``, and at least one step more."""
-    # How CTranslate2 counts max_length against a forced prefix is not documented: a generous limit, and a
-    # second try with more room if the step after the prefix is missing.
-    for room in (len(start) + 2 * len(tokens) + 4, 448):
-        result = ct2.generate(
-            encoded,
-            [start + tokens],
-            beam_size=1,
-            max_length=room,
-            return_logits_vocab=True,
-            suppress_blank=False,
-            suppress_tokens=[],
-        )[0]
-        steps: list[Any] = list(result.logits[0]) if result.logits else []
-        if len(steps) > len(tokens):
-            return steps
-    return []
 
 
 def _log_softmax(logits: Any) -> np.ndarray[Any, np.dtype[np.float64]]:

@@ -30,8 +30,9 @@ import numpy as np
 from bot.errors import VoiceError, VoiceModelError
 from bot.model_thread import ModelOwner, ModelThread
 from bot.voice.doubt import DEFAULT_THRESHOLDS, Evidence, Flag, Thresholds, find_flags
-from bot.voice.evidence import Beams, gather
-from bot.voice.snap import DEFAULT_MARGIN, Snapped, snap
+from bot.voice.evidence import Beams, first_gaps, gather, weigh_rivals
+from bot.voice.rivals import Rival
+from bot.voice.snap import DEFAULT_MARGIN, Scorer, Snapped, snap
 
 __all__ = ["CODING_TERMS", "Backend", "Transcriber", "Transcript", "default_model_path", "vocabulary_prompt"]
 
@@ -87,7 +88,12 @@ class Transcript:
         snapped = self.snapped.without(words)
         kept = snapped.text.split()
         # A flag stays while its word is still there: an answer word that had been snapped in is gone.
-        flags = tuple(f for f in self.flags if f.index < len(kept) and kept[f.index].strip(".,!?;:") == f.heard)
+        flags = tuple(
+            f
+            for f in self.flags
+            if f.index + f.span <= len(kept)
+            and " ".join(w.strip(".,!?;:") for w in kept[f.index : f.index + f.span]) == f.heard
+        )
         return dataclasses.replace(self, text=snapped.text, snapped=snapped, flags=flags)
 
 
@@ -310,6 +316,9 @@ class Transcriber(ModelOwner):
         if self.doubt is None:
             return Transcript(snapped.text, language, duration, snapped)
         evidence = self._evidence(encoded, prompt, language, duration, snapped.text)
+        if self.doubt.rival_gap >= 0 or self.doubt.head_gap >= 0:
+            rivals = self._rivals(encoded, prompt, language, snapped.text, names, score)
+            evidence = dataclasses.replace(evidence, rivals=rivals)
         flags = find_flags(snapped.text, evidence, names, snapped.considered, self.doubt)
         return Transcript(snapped.text, language, duration, snapped, evidence, flags)
 
@@ -320,6 +329,15 @@ class Transcriber(ModelOwner):
             return self._token_probs(encoded, prompt, language, duration, texts)
 
         return gather(self._tokenizer(language), force, self._model.model.results, text)
+
+    def _rivals(
+        self, encoded: Any, prompt: str | None, language: str, text: str, names: Sequence[str], score: Scorer
+    ) -> tuple[Rival, ...]:
+        """The vocabulary's rivals of ``text``'s deciding words, scored (bot.voice.rivals)."""
+        tokenizer = self._tokenizer(language)
+        previous = tokenizer.encode(" " + prompt.strip()) if prompt else []
+        start = self._model.get_prompt(tokenizer, previous, without_timestamps=True)
+        return weigh_rivals(text, names, first_gaps(tokenizer, self._model.model.inner, encoded, start, text), score)
 
     def _tokenizer(self, language: str) -> Any:
         from faster_whisper.tokenizer import Tokenizer  # type: ignore[import-untyped]

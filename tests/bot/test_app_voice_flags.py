@@ -114,3 +114,22 @@ async def test_a_waiting_flagged_instruction_survives_a_restart_and_runs_once(
     await h.wait_handled(second)
     assert h.claude.arrivals == 1
     assert ran(h).startswith(f"{word.lower()} my changes"), ran(h)
+
+
+async def test_a_command_heard_as_another_word_waits_with_the_verb_the_audio_supports(
+    h: Harness, voice_note: VoiceNote, transcriber: Transcriber
+) -> None:
+    # tiny.en hears espeak's "add a docstring" as "And another string", surely: no command is left in the
+    # sentence, and "Add" in place of "And" explains the audio nearly as well (bot.voice.rivals). It waits.
+    h.claude.enqueue("Added.")
+    app = await h.start(transcriber=transcriber)
+    say(h, voice_note, "add a docstring to the billing class")
+    card = await h.wait_message(lambda m: "❓" in str(m.get("text", "")))
+    await h.wait_handled(app)
+    assert h.claude.arrivals == 0
+    assert "Not sure I heard <b>And</b>" in card["text"], card["text"]
+    label, data = first_pick(card)
+    assert label.split(" → ")[-1].lower() == "add", card["text"]  # "And → add" when other words are unsure too
+    h.tg.push_callback(OWNER, OWNER, card["message_id"], data)
+    await h.wait_text(lambda t: t == "Added.")
+    assert ran(h).startswith("add "), ran(h)

@@ -1,0 +1,136 @@
+"""Rivals: the owner's vocabulary scored against the audio, slot by slot, for the words that decide what runs.
+
+tiny.en is often sure of a wrong deciding word: "Hold the latest changes" (pull), "Close the poll request",
+"And a retry with backoff" (add). Its word probability does not expose these, but the audio does when it is
+asked the right question: does "Pull the latest changes." explain the note about as well as what was heard?
+So, for each deciding word that is not a command verb the lexicon has (those are taken as heard, as snapping
+does), the vocabulary words the decoder found likeliest at that very token (one pass with the vocabulary's
+logits) are put in its place and the sentence is scored again (one forced pass each). A sentence with no
+command verb at all ("And a retry…", "That's origin…") has its opening words weighed against the command
+verbs the same way: a verb the audio supports nearly as well means the action itself was probably misheard.
+
+A rival within a few nats of what was heard is a doubt (bot.voice.doubt flags the word and offers the rival
+first); it never replaces the word: only the owner does. The limits keep a note's extra passes few
+(measured: docs/speech.md, "Flags").
+
+Pure text here; the model's side (the logits pass and the scoring) lives in bot.voice.transcribe.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from bot.voice.snap import DEV_VERBS, key_distance, phonetic_key, verb_positions
+
+__all__ = ["MAX_PER_NOTE", "Rival", "candidates", "has_command", "same_word"]
+
+MAX_PER_NOTE = 6  # forced passes a note may spend on rivals (≈ 0.1 s each on two cores)
+_PER_SLOT = 2  # vocabulary rivals scored for one deciding word
+_FIRST_GAP = 3.0  # nats: a rival's first token at most this far below the heard word's first token
+_HEAD_VERBS = 3  # command verbs (the likeliest first tokens) weighed against a sentence's opening words
+_HEAD_SPANS = (1, 2)  # how many opening words a verb may stand for ("We run" → rerun, "And then" → amend)
+_VERBS = frozenset(DEV_VERBS)
+_BARE = re.compile(r"^[^A-Za-z0-9]*(.*?)[^A-Za-z0-9]*$")
+
+# (word index, candidate word) → the candidate's first-token log-probability minus the heard word's, at that
+# word's first token in the transcript forced through the decoder.
+FirstGap = Callable[[int, str], float]
+
+
+@dataclass(frozen=True, slots=True)
+class Rival:
+    """``word`` in place of the ``span`` words from ``index``; ``text`` the sentence it makes; ``gap`` its
+    log-probability given the audio minus the transcript's (0 until scored; above 0: the audio prefers it)."""
+
+    index: int
+    span: int
+    word: str
+    text: str
+    gap: float = 0.0
+    head: bool = False  # a command verb weighed against the opening words of a sentence with no command
+
+
+def _bare(token: str) -> str:
+    m = _BARE.match(token)
+    return m.group(1) if m else token
+
+
+def _squash(word: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", word.lower())
+
+
+def same_word(heard: str, other: str) -> bool:
+    """Spellings of one word, not rivals: case, a plural, a file's stem, words run together ("roll back")."""
+    a, b = _squash(heard), _squash(other)
+    if not a or not b:
+        return True
+    if a == b or {a, b} & {b + "s", a + "s", b + "es", a + "es"}:
+        return True
+    return heard.lower().split(".")[0] == other.lower() or other.lower().split(".")[0] == heard.lower()
+
+
+def has_command(words: Sequence[str]) -> bool:
+    """Whether a command position holds a verb of the lexicon ("Run…", "Please stash…", "…and push")."""
+    return any(_bare(words[i]).lower() in _VERBS for i in verb_positions(words))
+
+
+def _spoken(word: str, capital: bool) -> str:
+    return word[:1].upper() + word[1:] if capital else word
+
+
+def _replace(words: Sequence[str], index: int, span: int, word: str) -> str:
+    """The sentence with ``words[index:index+span]`` replaced by ``word``, keeping the last one's punctuation
+    unless it was a comma after an opening word ("Tarsier, my changes" → "Stash my changes")."""
+    last = words[index + span - 1]
+    tail = last[len(last.rstrip(".,!?;:")) :]
+    if tail == "," and index == 0:
+        tail = ""
+    out = [*words[:index], _spoken(word, words[index][:1].isupper()) + tail, *words[index + span :]]
+    return " ".join(out)
+
+
+def _likeliest(
+    index: int, heard: str, words: Sequence[str], first_gap: FirstGap, limit: int
+) -> list[tuple[float, str]]:
+    """The ``limit`` words likeliest at word ``index`` by their first token; words sharing one ("rerun",
+    "revert", "reopen" all start " Re") are told apart by how much they sound like what was heard."""
+    key = phonetic_key(heard)
+    capital = heard[:1].isupper()
+    scored = [
+        (round(first_gap(index, _spoken(w, capital)), 3), -key_distance(key, phonetic_key(w)), w)
+        for w in words
+        if not same_word(heard, w)
+    ]
+    return [(gap, w) for gap, _, w in sorted(scored, reverse=True)[:limit]]
+
+
+def candidates(
+    text: str, slots: dict[int, str], vocabulary: Callable[[str], Sequence[str]], first_gap: FirstGap
+) -> list[Rival]:
+    """The rivals worth a forced pass, best first: per deciding slot (index → kind, not lexicon verbs) the
+    vocabulary words whose first token the decoder found nearly as likely; for a sentence without a command,
+    the command verbs likeliest at its first token, standing for its first one or two words.
+    ``vocabulary(kind)`` gives a slot kind's words."""
+    words = text.split()
+    ranked: list[tuple[float, Rival]] = []
+    for i, kind in sorted(slots.items()):
+        for gap, w in _likeliest(i, _bare(words[i]), vocabulary(kind), first_gap, _PER_SLOT):
+            if gap >= -_FIRST_GAP:
+                ranked.append((gap, Rival(i, 1, w, _replace(words, i, 1, w))))
+    if words and not has_command(words):
+        for span in _HEAD_SPANS:
+            if span >= len(words):
+                break
+            opening = "".join(_bare(w) for w in words[:span])
+            for gap, v in _likeliest(0, opening[:1].upper() + opening[1:], DEV_VERBS, first_gap, _HEAD_VERBS):
+                ranked.append((gap, Rival(0, span, v, _replace(words, 0, span, v), head=True)))
+    ranked.sort(key=lambda r: -r[0])
+    seen: set[str] = set()
+    out: list[Rival] = []
+    for _, rival in ranked:
+        if rival.text not in seen:
+            seen.add(rival.text)
+            out.append(rival)
+    return out[:MAX_PER_NOTE]
