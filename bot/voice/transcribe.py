@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib
 import io
 import os
@@ -31,8 +32,7 @@ from bot.errors import VoiceError, VoiceModelError
 from bot.model_thread import ModelOwner, ModelThread
 from bot.voice.doubt import DEFAULT_THRESHOLDS, Evidence, Flag, Thresholds, find_flags
 from bot.voice.evidence import Beams, first_gaps, gather, weigh_rivals
-from bot.voice.rivals import Rival
-from bot.voice.snap import DEFAULT_MARGIN, Scorer, Snapped, snap
+from bot.voice.snap import DEFAULT_MARGIN, Snapped, snap
 
 __all__ = ["CODING_TERMS", "Backend", "Transcriber", "Transcript", "default_model_path", "vocabulary_prompt"]
 
@@ -317,7 +317,11 @@ class Transcriber(ModelOwner):
             return Transcript(snapped.text, language, duration, snapped)
         evidence = self._evidence(encoded, prompt, language, duration, snapped.text)
         if self.doubt.rival_gap >= 0 or self.doubt.head_gap >= 0:
-            rivals = self._rivals(encoded, prompt, language, snapped.text, names, score)
+            tokenizer = self._tokenizer(language)
+            gaps = functools.partial(
+                first_gaps, tokenizer, self._model.model.inner, encoded, self._start(tokenizer, prompt), snapped.text
+            )
+            rivals = weigh_rivals(snapped.text, names, gaps, score, [p for _, p in evidence.words])
             evidence = dataclasses.replace(evidence, rivals=rivals)
         flags = find_flags(snapped.text, evidence, names, snapped.considered, self.doubt)
         return Transcript(snapped.text, language, duration, snapped, evidence, flags)
@@ -330,14 +334,10 @@ class Transcriber(ModelOwner):
 
         return gather(self._tokenizer(language), force, self._model.model.results, text)
 
-    def _rivals(
-        self, encoded: Any, prompt: str | None, language: str, text: str, names: Sequence[str], score: Scorer
-    ) -> tuple[Rival, ...]:
-        """The vocabulary's rivals of ``text``'s deciding words, scored (bot.voice.rivals)."""
-        tokenizer = self._tokenizer(language)
+    def _start(self, tokenizer: Any, prompt: str | None) -> list[int]:
+        """The decoder's start tokens for a note primed with ``prompt``, as its decoding had them."""
         previous = tokenizer.encode(" " + prompt.strip()) if prompt else []
-        start = self._model.get_prompt(tokenizer, previous, without_timestamps=True)
-        return weigh_rivals(text, names, first_gaps(tokenizer, self._model.model.inner, encoded, start, text), score)
+        return list(self._model.get_prompt(tokenizer, previous, without_timestamps=True))
 
     def _tokenizer(self, language: str) -> Any:
         from faster_whisper.tokenizer import Tokenizer  # type: ignore[import-untyped]
@@ -363,8 +363,7 @@ class Transcriber(ModelOwner):
         """Each text's tokens and each token's probability, forced through the decoder against the audio."""
         m = self._model
         tokenizer = self._tokenizer(language)
-        previous = tokenizer.encode(" " + prompt.strip()) if prompt else []
-        start = m.get_prompt(tokenizer, previous, without_timestamps=True)
+        start = self._start(tokenizer, prompt)
         frames = max(1, min(_WINDOW_FRAMES, round(duration * _FRAMES_PER_S)))
         out: list[tuple[list[int], np.ndarray[Any, np.dtype[np.float64]]]] = []
         for text in texts:

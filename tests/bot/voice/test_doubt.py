@@ -12,6 +12,7 @@ from bot.voice.doubt import (
     substitute,
     word_probabilities,
 )
+from bot.voice.rivals import Rival
 from bot.voice.snap import Candidate, Scored
 from bot.voice.transcribe import Transcriber
 from tests.bot.conftest import VoiceNote
@@ -76,6 +77,26 @@ def test_a_lexicon_word_the_audio_nearly_supports_is_an_alternative_and_a_snappe
     taken = [Scored(Candidate(0, "Sash", "stash", "verb"), -0.5)]
     [flag] = find_flags(snapped, sure(snapped), considered=taken, thresholds=Thresholds(snap_gap=2.0))
     assert flag.heard == "Stash" and flag.alternatives[0] == "Sash"
+
+
+def test_a_snap_the_audio_preferred_to_what_was_heard_runs_without_asking() -> None:
+    snapped = "Revert the merge."
+    preferred = [Scored(Candidate(0, "Reverse", "revert", "verb"), 0.9)]
+    assert find_flags(snapped, sure(snapped), considered=preferred) == ()
+    # Unless asked to flag every snap (snap_sure = inf, the rule before the rivals).
+    always = Thresholds(snap_sure=float("inf"))
+    [flag] = find_flags(snapped, sure(snapped), considered=preferred, thresholds=always)
+    assert flag.alternatives[0] == "Reverse"
+
+
+def test_a_low_probability_alone_can_be_required_to_have_a_rival_before_it_flags() -> None:
+    text = "Deploy Kestrel to staging."
+    words = tuple((w, 0.17 if w == "Kestrel" else 0.99) for w in text.split())
+    assert [f.heard for f in find_flags(text, Evidence(words), ["Kestrel"])] == ["Kestrel"]  # the default
+    strict = Thresholds(alone=4.0)
+    assert find_flags(text, Evidence(words), ["Kestrel"], thresholds=strict) == ()
+    near = Evidence(words, rivals=(Rival(1, 1, "Tarsier", "Deploy Tarsier to staging.", gap=-3.0),))
+    assert [f.heard for f in find_flags(text, near, ["Kestrel", "Tarsier"], thresholds=strict)] == ["Kestrel"]
 
 
 def test_substitute_keeps_case_and_punctuation() -> None:
