@@ -195,7 +195,10 @@ def find_flags(
     probs = dict(enumerate(p for _, p in evidence.words)) if len(evidence.words) == len(words) else {}
     beams = [(_beam_words(words, h), gap) for h, gap in evidence.hypotheses]
     flags: list[Flag] = []
-    for i, kind in sorted(deciding_positions(words, names, thresholds.objects).items()):
+    # A word a rival was scored for is weighed as a deciding one ("the last dash" when "stash" sounds like it).
+    positions = {r.index: "noun" for r in evidence.rivals if not r.head and r.index < len(words)}
+    positions.update(deciding_positions(words, names, thresholds.objects))
+    for i, kind in sorted(positions.items()):
         heard = bare(words[i])
         reasons: list[str] = []
         # Alternatives with a rank: what the audio was scored on first, then the beams' lexicon words, then

@@ -102,6 +102,10 @@ def first_gaps(tokenizer: Any, ct2: Any, encoded: Any, start: list[int], text: s
     return gap
 
 
+def _unlikely(index: int, word: str) -> float:
+    return float("-inf")
+
+
 def weigh_rivals(
     text: str,
     names: Sequence[str],
@@ -111,7 +115,8 @@ def weigh_rivals(
 ) -> tuple[Rival, ...]:
     """The rivals of ``text``'s deciding words (bot.voice.rivals), each scored against the audio: its gap is its
     sentence's log-probability minus the transcript's. ``first_gap`` is made (one decoder pass) only when a
-    word is to be weighed: a sentence whose only deciding words are its command verbs costs nothing.
+    word is to be weighed: a sentence whose only deciding words are its command verbs costs nothing unless a
+    word sounds like one of the owner's.
     ``probabilities``: each word's (Evidence.words); a word the decoder was this sure of is not weighed."""
     words = text.split()
     verbs = set(verb_positions(words))
@@ -126,9 +131,9 @@ def weigh_rivals(
     def vocabulary(kind: str) -> Sequence[str]:
         return (*DEV_VERBS, *names) if kind == "verb" else nouns
 
-    if not slots and has_command(words):
-        return ()
-    picked = candidates(text, slots, vocabulary, first_gap())
+    # The logits pass only when a slot or the opening is to be weighed; sound-alikes need none.
+    gaps = first_gap() if slots or not has_command(words) else _unlikely
+    picked = candidates(text, slots, vocabulary, gaps, (*names, *DECIDING_NOUNS))
     if not picked:
         return ()
     base, *scores = score([text, *(r.text for r in picked)])

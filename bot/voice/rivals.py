@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from bot.voice.snap import DEV_VERBS, key_distance, phonetic_key, verb_positions
+from bot.voice.snap import DEV_VERBS, key_distance, phonetic_key, sounds_like, verb_positions
 
 __all__ = ["MAX_PER_NOTE", "Rival", "candidates", "has_command", "same_word"]
 
@@ -32,6 +32,8 @@ _FIRST_GAP = 3.0  # nats: a rival's first token at most this far below the heard
 _HEAD_VERBS = 3  # command verbs (the likeliest first tokens) weighed against a sentence's opening words
 _HEAD_SPANS = (1, 2)  # how many opening words a verb may stand for ("We run" → rerun, "And then" → amend)
 _VERBS = frozenset(DEV_VERBS)
+_MIN_LETTERS = 3  # "a", "is", "on": too short to tell apart by sound
+_ALIKE_RANK = 0.0  # a sound-alike ranks with a rival whose first token was as likely as the heard word's
 _BARE = re.compile(r"^[^A-Za-z0-9]*(.*?)[^A-Za-z0-9]*$")
 
 # (word index, candidate word) → the candidate's first-token log-probability minus the heard word's, at that
@@ -72,8 +74,10 @@ def same_word(heard: str, other: str) -> bool:
 
 
 def has_command(words: Sequence[str]) -> bool:
-    """Whether a command position holds a verb of the lexicon ("Run…", "Please stash…", "…and push")."""
-    return any(_bare(words[i]).lower() in _VERBS for i in verb_positions(words))
+    """Whether the sentence opens with a verb of the lexicon where its command goes ("Run…", "Please stash…"):
+    "That's origin and rebase…" does not, though a later clause has one."""
+    positions = verb_positions(words)
+    return bool(positions) and positions[0] < 4 and _bare(words[positions[0]]).lower() in _VERBS
 
 
 def _spoken(word: str, capital: bool) -> str:
@@ -107,14 +111,26 @@ def _likeliest(
 
 
 def candidates(
-    text: str, slots: dict[int, str], vocabulary: Callable[[str], Sequence[str]], first_gap: FirstGap
+    text: str,
+    slots: dict[int, str],
+    vocabulary: Callable[[str], Sequence[str]],
+    first_gap: FirstGap,
+    alike: Sequence[str] = (),
 ) -> list[Rival]:
-    """The rivals worth a forced pass, best first: per deciding slot (index → kind, not lexicon verbs) the
-    vocabulary words whose first token the decoder found nearly as likely; for a sentence without a command,
-    the command verbs likeliest at its first token, standing for its first one or two words.
-    ``vocabulary(kind)`` gives a slot kind's words."""
+    """The rivals worth a forced pass, best first: any word that sounds like one of ``alike`` (the owner's names
+    and the coding nouns: "dash" → stash, "poll" → pull) and is not one itself; per deciding slot (index →
+    kind, not lexicon verbs) the vocabulary words whose first token the decoder found nearly as likely; for a
+    sentence that does not open with a command, the command verbs likeliest at its first token, standing for
+    its first one or two words. ``vocabulary(kind)`` gives a slot kind's words."""
     words = text.split()
     ranked: list[tuple[float, Rival]] = []
+    known = {w.lower() for w in alike} | _VERBS  # the lexicon's own words are taken as heard ("push" ≠ pull)
+    for i, token in enumerate(words):
+        heard = _bare(token)
+        if len(heard) >= _MIN_LETTERS and heard.lower() not in known:
+            for w in alike:
+                if " " not in w and sounds_like(heard, w) and not same_word(heard, w):
+                    ranked.append((_ALIKE_RANK, Rival(i, 1, w, _replace(words, i, 1, w))))
     for i, kind in sorted(slots.items()):
         for gap, w in _likeliest(i, _bare(words[i]), vocabulary(kind), first_gap, _PER_SLOT):
             if gap >= -_FIRST_GAP:

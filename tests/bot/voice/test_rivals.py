@@ -40,6 +40,18 @@ def test_a_command_is_a_lexicon_verb_where_a_verb_goes() -> None:
     assert has_command("Please stash my changes and push.".split())
     assert not has_command("And a retry with backoff around the upload call.".split())
     assert not has_command("Hold the latest changes.".split())  # "hold" is no development command
+    # A later clause's command does not make up for the opening: "That's" may have been "fetch".
+    assert not has_command("That's origin and rebase on top of it.".split())
+
+
+def test_any_word_that_sounds_like_the_owners_is_weighed_without_a_logits_pass() -> None:
+    def never(index: int, word: str) -> float:
+        return float("-inf")
+
+    rivals = candidates("Drop the last dash.", {}, nouns, never, alike=("stash", "branch", "main"))
+    assert [(r.index, r.word, r.text) for r in rivals] == [(3, "stash", "Drop the last stash.")]
+    # A word that is one of the owner's own is taken as heard.
+    assert candidates("Merge main now.", {}, nouns, never, alike=("main", "many")) == []
 
 
 def test_a_slot_gets_the_vocabulary_words_whose_first_token_was_nearly_as_likely() -> None:
