@@ -76,7 +76,7 @@ class Thresholds:
     # (bot.voice.rivals; negative: never). With a command verb weighed against the opening words of a sentence
     # that has no command (``head_gap``), chosen on the tuning sets (docs/speech.md, "Flags"): head 4 → 5 caught
     # two more piper sentences (held-out 86.5 → 88.5 %) for no more flagged right ones; 6 added a needless tap.
-    rival_gap: float = 2.0
+    rival_gap: float = 3.0
     head_gap: float = 5.0
     # A word snapping replaced by one the audio preferred by at least this many nats is taken without asking
     # (inf: a snapped word is always flagged). At 0 the tuning sets lost no catch and 1–4 needless taps a set.
