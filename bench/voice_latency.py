@@ -119,14 +119,19 @@ def note_of(target_s: float, folder: Path) -> tuple[bytes, float]:
     raise ValueError(f"not enough distinct text for a {target_s:.0f} s note")
 
 
-async def echo_once(tg: TelegramDouble, bot: Bot, transcriber: Transcriber, data: bytes, seconds: float) -> float:
+async def echo_once(
+    tg: TelegramDouble, bot: Bot, transcriber: Transcriber, data: bytes, seconds: float
+) -> tuple[float, float]:
+    """Seconds from the note to its echo, and to the decision (the rivals weighed: run it, or ask)."""
     voice = tg.push_voice(1, 1, data, round(seconds))["message"]["voice"]
     start = time.perf_counter()
     f = await bot.get_file(voice["file_id"])
     audio = bytes(await f.download_as_bytearray())
     transcript = await transcriber.transcribe(audio, hotwords=HOTWORDS, names=HOTWORDS)
     await bot.send_message(1, f"🎙 {transcript.text}")
-    return time.perf_counter() - start
+    echoed = time.perf_counter() - start
+    await transcriber.weigh(transcript)
+    return echoed, time.perf_counter() - start
 
 
 async def speak_after_text(tg: TelegramDouble, bot: Bot, speaker: Speaker) -> tuple[float, float, float]:
@@ -204,6 +209,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     cpu: list[float] = []
                     bare_cpu: list[float] = []
                     echo: list[float] = []
+                    decided: list[float] = []
                     text = ""
                     for _ in range(args.runs):
                         start, used = time.perf_counter(), cpu_s()
@@ -213,7 +219,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         used = cpu_s()
                         await transcriber.transcribe(data, hotwords=HOTWORDS)  # the same, without snapping
                         bare_cpu.append(cpu_s() - used)
-                        echo.append(await echo_once(tg, bot, transcriber, data, seconds))
+                        echoed, decision = await echo_once(tg, bot, transcriber, data, seconds)
+                        echo.append(echoed)
+                        decided.append(decision)
                     results[f"note_{int(target)}s"] = {
                         "audio_s": round(seconds, 2),
                         "transcribe_p50_s": round(statistics.median(plain), 3),
@@ -222,6 +230,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         "snap_cpu_p50_s": round(statistics.median(cpu) - statistics.median(bare_cpu), 3),
                         "echo_p50_s": round(statistics.median(echo), 3),
                         "echo_max_s": round(max(echo), 3),
+                        "decided_p50_s": round(statistics.median(decided), 3),
                         "transcript": text,
                     }
             results["rss_after_runs_mb"] = round(rss_mb(), 1)

@@ -288,7 +288,9 @@ async def measure(
     for clip in clips:
         start = time.perf_counter()
         # Snapping's candidates are scored during the call; the margin is applied below (choose).
-        heard.append(await transcriber.transcribe(clip, hotwords=hotwords, names=HOTWORDS if hotwords else None))
+        # The rivals are weighed as the bot weighs them, after the echo (Transcriber.weigh).
+        note = await transcriber.transcribe(clip, hotwords=hotwords, names=HOTWORDS if hotwords else None)
+        heard.append(await transcriber.weigh(note))
         seconds.append(time.perf_counter() - start)
     raw = [t.heard for t in heard]
     result: dict[str, Any] = {**_score(sentences, raw), "p50_s": round(statistics.median(seconds), 3)}

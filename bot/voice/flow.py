@@ -33,7 +33,7 @@ from bot.sessions import SessionManager
 from bot.voice.answers import CONFIRM_ACTION, VoiceAnswers, WaitingPrompt, corrections
 from bot.voice.doubt import Flag, bare, substitute
 from bot.voice.intent import answer_hotwords
-from bot.voice.transcribe import Transcript
+from bot.voice.transcribe import Transcriber, Transcript
 from memory import MemoryStoreError
 
 __all__ = ["MAX_VOICE_BYTES", "MAX_VOICE_SECONDS", "VOICE_ACTION", "VoiceFlow", "echo_text", "strip_trigger"]
@@ -172,14 +172,33 @@ class VoiceFlow:
             text = " ".join(transcript.text.split())
         if forwarded_from is not None:
             text = quote_text(forwarded_from, text)
-        elif transcript.flags:
-            await self._ask_flagged(chat_id, user_id, text, transcript)
-            return
+        elif s.settings.voice_confirm:
+            # Every note is confirmed anyway: weigh first, so the question names the unsure words.
+            transcript = await self._weighed(transcriber, transcript)
+            if transcript.flags:
+                await self._ask_flagged(chat_id, user_id, text, transcript)
+                return
         if s.settings.voice_confirm:
             await self._ask_confirm(chat_id, user_id, text, transcript)
             return
-        await s.sender.send(chat_id, echo_text(transcript, text))
+        # The echo first; then the rivals are weighed (a few decoder passes) and the echo becomes the question
+        # if a deciding word is in doubt. Nothing runs before that.
+        echo = await s.sender.send(chat_id, echo_text(transcript, text))
+        if forwarded_from is None:
+            transcript = await self._weighed(transcriber, transcript)
+            if transcript.flags:
+                await self._ask_flagged(chat_id, user_id, text, transcript, edit=echo.message_id)
+                return
         await self.run_transcript(chat_id, user_id, text, thread_id)
+
+    async def _weighed(self, transcriber: Transcriber, transcript: Transcript) -> Transcript:
+        """The transcript with its rivals weighed (bot.voice.rivals); as it was if that fails or overruns."""
+        try:
+            async with asyncio.timeout(TRANSCRIBE_TIMEOUT_S):
+                return await transcriber.weigh(transcript)
+        except (VoiceError, TimeoutError) as exc:  # the flags found while transcribing stand
+            logger.warning("could not weigh the note's rivals: %s", exc)
+            return transcript
 
     async def run_transcript(self, chat_id: int, user_id: int, text: str, thread_id: int | None = None) -> None:
         # A quoted (forwarded) note starts "Forwarded from …": neither a branch nor the trigger word matches it.
@@ -215,8 +234,11 @@ class VoiceFlow:
             buttons=[[("▶️ Run", run), ("✖️ Cancel", drop)]],
         )
 
-    async def _ask_flagged(self, chat_id: int, user_id: int, text: str, transcript: Transcript) -> None:
-        """Echo with the unsure words marked and their alternatives as buttons; the instruction waits."""
+    async def _ask_flagged(
+        self, chat_id: int, user_id: int, text: str, transcript: Transcript, *, edit: int | None = None
+    ) -> None:
+        """Echo with the unsure words marked and their alternatives as buttons (``edit``: the echo already
+        sent, which becomes this question); the instruction waits."""
         s = self.services
         await s.state.set_pending_transcript(chat_id, text)
         group = f"voice-{secrets.token_urlsafe(8)}"
@@ -241,12 +263,14 @@ class VoiceFlow:
         rows = [r for r in rows if r] + [[("▶️ Run as heard", run), ("✖️ Cancel", drop)]]
         # The text stays as it would run (copyable, quotable); the unsure words are named under it.
         unsure = ", ".join(f"<b>{escape(f.heard)}</b>" for f in transcript.flags)
-        await s.sender.send(
-            chat_id,
+        card = (
             f"{echo_text(transcript, text)}\n\n❓ <i>Not sure I heard {unsure}: tap what you said (or say it). "
-            "Run it as heard (or say “yes”), or send the corrected text; nothing runs until then.</i>",
-            buttons=rows,
+            "Run it as heard (or say “yes”), or send the corrected text; nothing runs until then.</i>"
         )
+        if edit is not None:
+            await s.sender.edit(chat_id, edit, card, buttons=rows)
+        else:
+            await s.sender.send(chat_id, card, buttons=rows)
 
     async def _offered(self, chat_id: int, user_id: int) -> dict[str, str]:
         """The alternatives of a waiting flagged instruction, by word (lower case) → their button's token."""

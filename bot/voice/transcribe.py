@@ -19,8 +19,8 @@ import io
 import os
 import re
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -70,6 +70,8 @@ class Transcript:
     # What the decoder knew, and the deciding words it left in doubt (bot.voice.doubt); empty when not checked.
     evidence: Evidence | None = None
     flags: tuple[Flag, ...] = ()
+    # The rivals still to weigh (Transcriber.weigh), kept apart so the echo need not wait for them.
+    rivals_pending: Callable[[Transcript], Transcript] | None = field(default=None, repr=False, compare=False)
 
     @property
     def heard(self) -> str:
@@ -316,15 +318,30 @@ class Transcriber(ModelOwner):
         if self.doubt is None:
             return Transcript(snapped.text, language, duration, snapped)
         evidence = self._evidence(encoded, prompt, language, duration, snapped.text)
-        if self.doubt.rival_gap >= 0 or self.doubt.head_gap >= 0:
+        doubt = self.doubt
+        flags = find_flags(snapped.text, evidence, names, snapped.considered, doubt)
+        if doubt.rival_gap < 0 and doubt.head_gap < 0:
+            return Transcript(snapped.text, language, duration, snapped, evidence, flags)
+
+        def rivals(t: Transcript) -> Transcript:  # on the worker thread, from Transcriber.weigh
+            if t.evidence is None or t.snapped is None:
+                return t
             tokenizer = self._tokenizer(language)
-            gaps = functools.partial(
-                first_gaps, tokenizer, self._model.model.inner, encoded, self._start(tokenizer, prompt), snapped.text
-            )
-            rivals = weigh_rivals(snapped.text, names, gaps, score, [p for _, p in evidence.words])
-            evidence = dataclasses.replace(evidence, rivals=rivals)
-        flags = find_flags(snapped.text, evidence, names, snapped.considered, self.doubt)
-        return Transcript(snapped.text, language, duration, snapped, evidence, flags)
+            start = self._start(tokenizer, prompt)
+            gaps = functools.partial(first_gaps, tokenizer, self._model.model.inner, encoded, start, t.text)
+            found = weigh_rivals(t.text, names, gaps, score, [p for _, p in t.evidence.words])
+            weighed = dataclasses.replace(t.evidence, rivals=found)
+            flags = find_flags(t.text, weighed, names, t.snapped.considered, doubt)
+            return dataclasses.replace(t, evidence=weighed, flags=flags, rivals_pending=None)
+
+        return Transcript(snapped.text, language, duration, snapped, evidence, flags, rivals)
+
+    async def weigh(self, transcript: Transcript) -> Transcript:
+        """``transcript`` with its deciding words' rivals scored against the note's audio and its flags
+        decided again (bot.voice.rivals): a few decoder passes, so a caller may echo the text first."""
+        if transcript.rivals_pending is None:
+            return transcript
+        return await self._thread.run(transcript.rivals_pending, transcript)
 
     def _evidence(self, encoded: Any, prompt: str | None, language: str, duration: float, text: str) -> Evidence:
         """What the decoding knew of ``text``: its words' probabilities (forced passes), the other beams."""

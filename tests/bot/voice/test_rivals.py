@@ -123,8 +123,11 @@ async def test_the_real_model_asks_about_a_command_it_heard_as_another_word(
     # espeak-ng's "fetch origin" comes out of tiny.en as "That's origin": the sentence then has no command, and
     # "Fetch" explains the audio nearly as well, so the note waits with "fetch" offered first.
     note = voice_note("fetch origin and rebase on top of it")
-    t = await transcriber.transcribe(note.read_bytes(), hotwords=["backoff"], names=["backoff"])
-    assert t.evidence is not None
+    heard = await transcriber.transcribe(note.read_bytes(), hotwords=["backoff"], names=["backoff"])
+    assert heard.evidence is not None and heard.evidence.rivals == ()  # not weighed yet: the echo goes first
+    t = await transcriber.weigh(heard)
+    assert t.evidence is not None and t.rivals_pending is None
+    assert await transcriber.weigh(t) is t  # weighed once
     if t.text.split()[0].strip(",.").lower() == "fetch":  # heard right: nothing is weighed against it
         assert not [r for r in t.evidence.rivals if r.head] and not [f for f in t.flags if f.index == 0]
         return
