@@ -73,13 +73,14 @@ class Thresholds:
     # at 0.1 the piper set had 10.4 % flagged although right, at 0.3 20.8 % (docs/speech.md, "Flags").
     verb_probability: float = 0.1
     # A vocabulary word scoring within this many nats of a deciding word it could replace is a doubt
-    # (bot.voice.rivals; negative: never). With a command verb weighed against the opening words of a sentence
-    # that has no command (``head_gap``), chosen on the tuning sets (docs/speech.md, "Flags"): head 4 → 5 caught
-    # two more piper sentences (held-out 86.5 → 88.5 %) for no more flagged right ones; 6 added a needless tap.
+    # (bot.voice.rivals; negative: never), and a command verb within ``head_gap`` of the opening words of a
+    # sentence that does not open with a command. Chosen on the tuning sets (docs/benchmarks.md, "Voice:
+    # rivals"): rival 2 → 3 caught two more espeak sentences for no needless tap; head 4 → 5 two more piper
+    # ones (held-out 88.5 → 90.4 %) for none, 6 one more for a needless tap (12.5 → 14.6 %).
     rival_gap: float = 3.0
     head_gap: float = 5.0
     # A word snapping replaced by one the audio preferred by at least this many nats is taken without asking
-    # (inf: a snapped word is always flagged). At 0 the tuning sets lost no catch and 1–4 needless taps a set.
+    # (inf: a snapped word is always flagged). At 0 the tuning sets lost no catch and 0–2 needless taps a set.
     snap_sure: float = 0.0
     # A low probability alone flags a name, noun, file or object only when a rival scored within this many
     # nats (inf: always). 4 cut the needless taps by two thirds but let misheard words through on the espeak
