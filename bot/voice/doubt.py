@@ -10,7 +10,9 @@ knows (``Evidence``, gathered by bot.voice.transcribe from the same decoding, at
   decoder against the audio (CTranslate2 ``align``; the word probability of faster-whisper's word timestamps);
 * the other beams: the beam search's other hypotheses, when one scoring nearly as well has another word there;
 * snapping's candidates: a lexicon word that sounds like it and that the audio supports nearly as well;
-* the fallback: a decode that fell back to sampling (a loop or a low score) is unsure as a whole.
+* the fallback: a decode that fell back to sampling (a loop or a low score) is unsure as a whole;
+* rivals (bot.voice.rivals, weighed after the echo): one of the owner's words the audio supports nearly as
+  well in the word's place, or a command verb in place of the opening of a sentence that lacks one.
 
 A flagged word comes with its likely alternatives (the other beams' words, snapping's candidates, then
 vocabulary words that sound alike), for the echo's buttons (bot.voice.flow). The thresholds are measured on
@@ -257,7 +259,7 @@ def find_flags(
 
 
 def _with_head(words: Sequence[str], flags: list[Flag], rivals: Sequence[Rival], gap: float) -> tuple[Flag, ...]:
-    """``flags`` and, when a command verb explains the opening of a sentence without a command nearly as well
+    """``flags`` and, when a command verb explains the opening of a sentence that lacks one nearly as well
     as what was heard, a flag on those opening words offering the verbs (it takes the place of flags there)."""
     heads = sorted((r for r in rivals if r.head and r.gap >= -gap), key=lambda r: -r.gap)
     if not heads:

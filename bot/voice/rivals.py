@@ -5,15 +5,17 @@ tiny.en is often sure of a wrong deciding word: "Hold the latest changes" (pull)
 asked the right question: does "Pull the latest changes." explain the note about as well as what was heard?
 So, for each deciding word that is not a command verb the lexicon has (those are taken as heard, as snapping
 does), the vocabulary words the decoder found likeliest at that very token (one pass with the vocabulary's
-logits) are put in its place and the sentence is scored again (one forced pass each). A sentence with no
-command verb at all ("And a retry…", "That's origin…") has its opening words weighed against the command
-verbs the same way: a verb the audio supports nearly as well means the action itself was probably misheard.
+logits) are put in its place and the sentence is scored again (one forced pass each). A sentence that does
+not open with a command verb ("And a retry…", "That's origin and rebase…") has its opening words weighed
+against the command verbs the same way: a verb the audio supports nearly as well means the action itself was
+probably misheard. Any word that sounds like one of the owner's ("the last dash" → stash) is weighed too.
 
 A rival within a few nats of what was heard is a doubt (bot.voice.doubt flags the word and offers the rival
 first); it never replaces the word: only the owner does. The limits keep a note's extra passes few
-(measured: docs/speech.md, "Flags").
+(measured: docs/benchmarks.md, "Voice: rivals scored against the audio").
 
-Pure text here; the model's side (the logits pass and the scoring) lives in bot.voice.transcribe.
+Pure text here; the model's side (the logits pass and the scoring) lives in bot.voice.evidence, run by
+bot.voice.transcribe after the echo (``Transcriber.weigh``).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ class Rival:
     word: str
     text: str
     gap: float = 0.0
-    head: bool = False  # a command verb weighed against the opening words of a sentence with no command
+    head: bool = False  # a command verb weighed against the opening of a sentence that does not open with one
 
 
 def _bare(token: str) -> str:
