@@ -40,6 +40,7 @@ __all__ = [
     "deciding_positions",
     "find_flags",
     "substitute",
+    "word_of_token",
     "word_probabilities",
 ]
 
@@ -128,15 +129,20 @@ def word_probabilities(pieces: Sequence[str], probs: Sequence[float], text: str)
     spell " " + text). Punctuation tokens do not count: a full stop's probability says nothing of the word."""
     words = text.split()
     lowest = [1.0] * len(words)
-    index = -1
-    for piece, p in zip(pieces, probs, strict=True):
-        if piece[:1].isspace() or index < 0:  # a token with a leading space starts the next word
-            index += 1
+    for index, piece, p in zip(word_of_token(pieces), pieces, probs, strict=True):
         if index >= len(words):
             break
         if any(ch.isalnum() for ch in piece):
             lowest[index] = min(lowest[index], float(p))
     return tuple(zip(words, lowest, strict=True))
+
+
+def word_of_token(pieces: Sequence[str]) -> list[int]:
+    """The index of the word each token belongs to: a token with a leading space starts the next word."""
+    out: list[int] = []
+    for piece in pieces:
+        out.append(out[-1] + piece[:1].isspace() if out else 0)
+    return out
 
 
 def deciding_positions(words: Sequence[str], names: Sequence[str] = (), objects: bool = True) -> dict[int, str]:

@@ -14,16 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from bot.voice.doubt import DECIDING_NOUNS, Evidence, bare, deciding_positions, word_probabilities
-from bot.voice.rivals import FirstGap, Rival, candidates, has_command
-from bot.voice.snap import DEV_VERBS, verb_positions
+from bot.voice.doubt import DECIDING_NOUNS, Evidence, deciding_positions, word_of_token, word_probabilities
+from bot.voice.rivals import FirstGap, Rival, candidates, has_command, weighable
+from bot.voice.snap import DEV_VERBS
 
 __all__ = ["Beams", "first_gaps", "forced_steps", "gather", "weigh_rivals"]
 
-_LEXICON_VERBS = frozenset(DEV_VERBS)
-# A deciding word at least this probable is not weighed against rivals: every one caught on the tuning sets
-# was below 0.8 (0.56 "Hold" for pull, 0.68 "poll"), and about a third of deciding words are above it.
-_WEIGH_BELOW = 0.8
 
 _RECASE_BELOW = 0.75  # a first word less sure than this is scored in lower case too (one more forced pass)
 
@@ -79,11 +75,8 @@ def first_gaps(tokenizer: Any, ct2: Any, encoded: Any, start: list[int], text: s
     likelier (nats) a word's first token was than the heard word's, at each word's first token."""
     tokens = tokenizer.encode(" " + text.strip())
     steps = forced_steps(ct2, encoded, start, tokens)
-    starts: list[int] = []
-    for k, token in enumerate(tokens):
-        piece = tokenizer.decode([token])
-        if k == 0 or piece[:1].isspace():
-            starts.append(k)
+    owners = word_of_token([tokenizer.decode([t]) for t in tokens])
+    starts = [k for k, word in enumerate(owners) if k == 0 or word != owners[k - 1]]
     rows: dict[int, np.ndarray[Any, np.dtype[np.float64]]] = {}
     firsts: dict[str, int] = {}
 
@@ -117,15 +110,9 @@ def weigh_rivals(
     sentence's log-probability minus the transcript's. ``first_gap`` is made (one decoder pass) only when a
     word is to be weighed: a sentence whose only deciding words are its command verbs costs nothing unless a
     word sounds like one of the owner's.
-    ``probabilities``: each word's (Evidence.words); a word the decoder was this sure of is not weighed."""
+    ``probabilities``: each word's (Evidence.words); a word at least ``rivals.WEIGH_BELOW`` sure is not weighed."""
     words = text.split()
-    verbs = set(verb_positions(words))
-    slots = {
-        i: kind
-        for i, kind in deciding_positions(words, names).items()
-        if not (i in verbs and bare(words[i]).lower() in _LEXICON_VERBS)  # taken as heard, as snapping does
-        and (len(probabilities) != len(words) or probabilities[i] < _WEIGH_BELOW)
-    }
+    slots = weighable(words, deciding_positions(words, names), probabilities)
     nouns = (*names, *DECIDING_NOUNS, *DEV_VERBS)
 
     def vocabulary(kind: str) -> Sequence[str]:

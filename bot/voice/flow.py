@@ -172,13 +172,13 @@ class VoiceFlow:
             text = " ".join(transcript.text.split())
         if forwarded_from is not None:
             text = quote_text(forwarded_from, text)
-        elif s.settings.voice_confirm:
-            # Every note is confirmed anyway: weigh first, so the question names the unsure words.
-            transcript = await self._weighed(transcriber, transcript)
-            if transcript.flags:
-                await self._ask_flagged(chat_id, user_id, text, transcript)
-                return
         if s.settings.voice_confirm:
+            # Every note is confirmed anyway: weigh first, so the question can name the unsure words.
+            if forwarded_from is None:  # someone else's words are quoted, never flagged
+                transcript = await self._weighed(transcriber, transcript)
+                if transcript.flags:
+                    await self._ask_flagged(chat_id, user_id, text, transcript)
+                    return
             await self._ask_confirm(chat_id, user_id, text, transcript)
             return
         # The echo first; then the rivals are weighed (a few decoder passes) and the echo becomes the question

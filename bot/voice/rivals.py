@@ -26,9 +26,13 @@ from dataclasses import dataclass
 
 from bot.voice.snap import DEV_VERBS, key_distance, phonetic_key, sounds_like, verb_positions
 
-__all__ = ["MAX_PER_NOTE", "Rival", "candidates", "has_command", "same_word"]
+__all__ = ["MAX_PER_NOTE", "WEIGH_BELOW", "Rival", "candidates", "has_command", "same_word", "weighable"]
 
 MAX_PER_NOTE = 6  # forced passes a note may spend on rivals (≈ 0.1 s each on two cores)
+# A deciding word at least this probable is not weighed: every one caught on the tuning sets was below 0.8
+# (0.56 "Hold" for pull, 0.68 "poll"), and about a third of deciding words are above it.
+WEIGH_BELOW = 0.8
+_OPENING_WORDS = 4  # a command further in than this ("Please, okay, so now run…") does not open the sentence
 _PER_SLOT = 2  # vocabulary rivals scored for one deciding word
 _FIRST_GAP = 3.0  # nats: a rival's first token at most this far below the heard word's first token
 _HEAD_VERBS = 3  # command verbs (the likeliest first tokens) weighed against a sentence's opening words
@@ -79,7 +83,19 @@ def has_command(words: Sequence[str]) -> bool:
     """Whether the sentence opens with a verb of the lexicon where its command goes ("Run…", "Please stash…"):
     "That's origin and rebase…" does not, though a later clause has one."""
     positions = verb_positions(words)
-    return bool(positions) and positions[0] < 4 and _bare(words[positions[0]]).lower() in _VERBS
+    return bool(positions) and positions[0] < _OPENING_WORDS and _bare(words[positions[0]]).lower() in _VERBS
+
+
+def weighable(words: Sequence[str], deciding: dict[int, str], probabilities: Sequence[float] = ()) -> dict[int, str]:
+    """The deciding words (index → kind) worth weighing: not a lexicon verb where a verb goes (taken as heard,
+    as snapping does), and below ``WEIGH_BELOW`` when each word's probability is known."""
+    verbs = set(verb_positions(words))
+    known = len(probabilities) == len(words)
+    return {
+        i: kind
+        for i, kind in deciding.items()
+        if not (i in verbs and _bare(words[i]).lower() in _VERBS) and (not known or probabilities[i] < WEIGH_BELOW)
+    }
 
 
 def _spoken(word: str, capital: bool) -> str:

@@ -70,8 +70,12 @@ class Transcript:
     # What the decoder knew, and the deciding words it left in doubt (bot.voice.doubt); empty when not checked.
     evidence: Evidence | None = None
     flags: tuple[Flag, ...] = ()
-    # The rivals still to weigh (Transcriber.weigh), kept apart so the echo need not wait for them.
-    rivals_pending: Callable[[Transcript], Transcript] | None = field(default=None, repr=False, compare=False)
+    # The rivals still to weigh (Transcriber.weigh), kept apart so the echo need not wait for them; it takes the
+    # transcript and the words that are no longer the owner's (``without``).
+    rivals_pending: Callable[[Transcript, frozenset[str]], Transcript] | None = field(
+        default=None, repr=False, compare=False
+    )
+    dropped: frozenset[str] = frozenset()
 
     @property
     def heard(self) -> str:
@@ -96,7 +100,8 @@ class Transcript:
             if f.index + f.span <= len(kept)
             and " ".join(w.strip(".,!?;:") for w in kept[f.index : f.index + f.span]) == f.heard
         )
-        return dataclasses.replace(self, text=snapped.text, snapped=snapped, flags=flags)
+        drop = self.dropped | {w.lower() for w in words}  # nor rivals, when they are weighed
+        return dataclasses.replace(self, text=snapped.text, snapped=snapped, flags=flags, dropped=drop)
 
 
 def decode_samples(audio: str | Path | bytes, rate: int = _SAMPLE_RATE) -> np.ndarray[Any, np.dtype[np.float32]]:
@@ -323,15 +328,16 @@ class Transcriber(ModelOwner):
         if doubt.rival_gap < 0 and doubt.head_gap < 0:
             return Transcript(snapped.text, language, duration, snapped, evidence, flags)
 
-        def rivals(t: Transcript) -> Transcript:  # on the worker thread, from Transcriber.weigh
+        def rivals(t: Transcript, drop: frozenset[str]) -> Transcript:  # on the worker thread (Transcriber.weigh)
             if t.evidence is None or t.snapped is None:
                 return t
+            owners = [n for n in names if n.lower() not in drop]
             tokenizer = self._tokenizer(language)
             start = self._start(tokenizer, prompt)
             gaps = functools.partial(first_gaps, tokenizer, self._model.model.inner, encoded, start, t.text)
-            found = weigh_rivals(t.text, names, gaps, score, [p for _, p in t.evidence.words])
+            found = weigh_rivals(t.text, owners, gaps, score, [p for _, p in t.evidence.words])
             weighed = dataclasses.replace(t.evidence, rivals=found)
-            flags = find_flags(t.text, weighed, names, t.snapped.considered, doubt)
+            flags = find_flags(t.text, weighed, owners, t.snapped.considered, doubt)
             return dataclasses.replace(t, evidence=weighed, flags=flags, rivals_pending=None)
 
         return Transcript(snapped.text, language, duration, snapped, evidence, flags, rivals)
@@ -341,7 +347,7 @@ class Transcriber(ModelOwner):
         decided again (bot.voice.rivals): a few decoder passes, so a caller may echo the text first."""
         if transcript.rivals_pending is None:
             return transcript
-        return await self._thread.run(transcript.rivals_pending, transcript)
+        return await self._thread.run(transcript.rivals_pending, transcript, transcript.dropped)
 
     def _evidence(self, encoded: Any, prompt: str | None, language: str, duration: float, text: str) -> Evidence:
         """What the decoding knew of ``text``: its words' probabilities (forced passes), the other beams."""

@@ -133,3 +133,16 @@ async def test_the_real_model_asks_about_a_command_it_heard_as_another_word(
         return
     assert [r for r in t.evidence.rivals if r.head]
     assert t.flags and t.flags[0].index == 0 and t.flags[0].alternatives[0].lower() == "fetch"
+
+
+async def test_answer_words_taken_back_from_snapping_are_no_rivals_either(
+    voice_note: VoiceNote, transcriber: Transcriber
+) -> None:
+    # While a prompt waits its answers' words are the owner's too; once the note is an instruction they are not
+    # (Transcript.without), for snapping and for the rivals weighed after the echo alike.
+    note = voice_note("deny the deploy to staging")
+    heard = await transcriber.transcribe(note.read_bytes(), hotwords=["deny", "staging"], names=["deny", "staging"])
+    instruction = heard.without(["deny"])
+    assert instruction.dropped == frozenset({"deny"})
+    t = await transcriber.weigh(instruction)
+    assert t.evidence is not None and all(r.word.lower() != "deny" for r in t.evidence.rivals)
