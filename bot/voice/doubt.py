@@ -75,13 +75,14 @@ class Thresholds:
     # word is spread over its spellings and case, and a common verb ("Run", "Check") scored 0.2–0.3 when right:
     # at 0.1 the piper set had 10.4 % flagged although right, at 0.3 20.8 % (docs/speech.md, "Flags").
     verb_probability: float = 0.1
-    # A vocabulary word scoring within this many nats of a deciding word it could replace is a doubt
-    # (bot.voice.rivals; negative: never), and a command verb within ``head_gap`` of the opening words of a
-    # sentence that does not open with a command. Chosen on the tuning sets (docs/benchmarks.md, "Voice:
-    # rivals"): rival 2 → 3 caught two more espeak sentences for no needless tap; head 4 → 5 two more piper
-    # ones (held-out 88.5 → 90.4 %) for none, 6 one more for a needless tap (12.5 → 14.6 %).
+    # A vocabulary word scoring within this many nats of a deciding word (or of two words: "back of" → backoff)
+    # it could replace is a doubt (bot.voice.rivals; negative: never), and a command verb within ``head_gap``
+    # of the opening words of a sentence that does not open with a command. Chosen on the tuning sets
+    # (docs/benchmarks.md, "Voice: rivals"): rival 2 → 3 caught two more espeak sentences for no needless tap
+    # (5 one more piper sentence for two); head 5 → 8 caught "And do" (undo), "I'm in" (amend), "Let" (lint),
+    # "One might be" (run mypy) and cost two of 40 spoken remarks a tap on the piper voice (12.5 → 17.5 %).
     rival_gap: float = 3.0
-    head_gap: float = 5.0
+    head_gap: float = 8.0
     # A word snapping replaced by one the audio preferred by at least this many nats is taken without asking
     # (inf: a snapped word is always flagged). At 0 the tuning sets lost no catch and 0–2 needless taps a set.
     snap_sure: float = 0.0
@@ -261,7 +262,28 @@ def find_flags(
             ]
         picked = _unique([w for _, w in sorted(ranked, key=lambda r: r[0])], heard)
         flags.append(Flag(i, heard, tuple(picked[:_MAX_ALTERNATIVES]), ", ".join(reasons)))
+    flags = _with_pairs(words, flags, evidence.rivals, thresholds.rival_gap)
     return _with_head(words, flags, evidence.rivals, thresholds.head_gap)
+
+
+def _with_pairs(words: Sequence[str], flags: list[Flag], rivals: Sequence[Rival], gap: float) -> list[Flag]:
+    """``flags`` and a flag for each run of words that one word of the owner's explains nearly as well ("the
+    back of timer" → backoff); it takes the place of flags on those words."""
+    out = list(flags)
+    taken: set[int] = set()
+    pairs = sorted((r for r in rivals if not r.head and r.span > 1 and r.gap >= -gap), key=lambda r: -r.gap)
+    for r in pairs:
+        covered = set(range(r.index, r.index + r.span))
+        if covered & taken or r.index + r.span > len(words):
+            continue
+        taken |= covered
+        alternatives = _unique([p.word for p in pairs if (p.index, p.span) == (r.index, r.span)], "")
+        reasons = [f.reason for f in out if f.index in covered]
+        reason = ", ".join([*reasons, f"rival {r.word} ({r.gap:.1f})"])
+        heard = " ".join(bare(w) for w in words[r.index : r.index + r.span])
+        out = [f for f in out if f.index not in covered]
+        out.append(Flag(r.index, heard, tuple(alternatives[:_MAX_ALTERNATIVES]), reason, r.span))
+    return sorted(out, key=lambda f: f.index)
 
 
 def _with_head(words: Sequence[str], flags: list[Flag], rivals: Sequence[Rival], gap: float) -> tuple[Flag, ...]:

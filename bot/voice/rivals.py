@@ -7,8 +7,10 @@ So, for each deciding word that is not a command verb the lexicon has (those are
 does), the vocabulary words the decoder found likeliest at that very token (one pass with the vocabulary's
 logits) are put in its place and the sentence is scored again (one forced pass each). A sentence that does
 not open with a command verb ("And a retry…", "That's origin and rebase…") has its opening words weighed
-against the command verbs the same way: a verb the audio supports nearly as well means the action itself was
-probably misheard. Any word that sounds like one of the owner's ("the last dash" → stash) is weighed too.
+against the command verbs the same way, and against the verb it sounds like ("And do the last commit" → undo,
+"We run" → rerun): a verb the audio supports nearly as well means the action itself was probably misheard.
+Any word that sounds like one of the owner's ("the last dash" → stash) is weighed too, and so are two words
+that run together sound like one ("the back of timer" → backoff).
 
 A rival within a few nats of what was heard is a doubt (bot.voice.doubt flags the word and offers the rival
 first); it never replaces the word: only the owner does. The limits keep a note's extra passes few
@@ -28,7 +30,7 @@ from bot.voice.snap import DEV_VERBS, key_distance, phonetic_key, sounds_like, v
 
 __all__ = ["MAX_PER_NOTE", "WEIGH_BELOW", "Rival", "candidates", "has_command", "same_word", "weighable"]
 
-MAX_PER_NOTE = 6  # forced passes a note may spend on rivals (≈ 0.1 s each on two cores)
+MAX_PER_NOTE = 8  # forced passes a note may spend on rivals (≈ 0.1 s each on two cores)
 # A deciding word at least this probable is not weighed: every one caught on the tuning sets was below 0.8
 # (0.56 "Hold" for pull, 0.68 "poll"), and about a third of deciding words are above it.
 WEIGH_BELOW = 0.8
@@ -36,8 +38,11 @@ _OPENING_WORDS = 4  # a command further in than this ("Please, okay, so now run�
 _PER_SLOT = 2  # vocabulary rivals scored for one deciding word
 _FIRST_GAP = 3.0  # nats: a rival's first token at most this far below the heard word's first token
 _HEAD_VERBS = 3  # command verbs (the likeliest first tokens) weighed against a sentence's opening words
+_HEAD_ALIKE = 1  # command verbs weighed because the opening sounds like them ("And do" → undo)
 _HEAD_SPANS = (1, 2)  # how many opening words a verb may stand for ("We run" → rerun, "And then" → amend)
 _VERBS = frozenset(DEV_VERBS)
+# Commands of two words whose first is no verb of the lexicon ("Cherry pick the fix", "Roll back the deploy").
+_TWO_WORD_COMMANDS = frozenset({("cherry", "pick"), ("roll", "back"), ("roll", "out")})
 _MIN_LETTERS = 3  # "a", "is", "on": too short to tell apart by sound
 _ALIKE_RANK = 0.0  # a sound-alike ranks with a rival whose first token was as likely as the heard word's
 _BARE = re.compile(r"^[^A-Za-z0-9]*(.*?)[^A-Za-z0-9]*$")
@@ -83,7 +88,11 @@ def has_command(words: Sequence[str]) -> bool:
     """Whether the sentence opens with a verb of the lexicon where its command goes ("Run…", "Please stash…"):
     "That's origin and rebase…" does not, though a later clause has one."""
     positions = verb_positions(words)
-    return bool(positions) and positions[0] < _OPENING_WORDS and _bare(words[positions[0]]).lower() in _VERBS
+    if not positions or positions[0] >= _OPENING_WORDS:
+        return False
+    verb = _bare(words[positions[0]]).lower()
+    after = _bare(words[positions[0] + 1]).lower() if positions[0] + 1 < len(words) else ""
+    return verb in _VERBS or (verb, after) in _TWO_WORD_COMMANDS
 
 
 def weighable(words: Sequence[str], deciding: dict[int, str], probabilities: Sequence[float] = ()) -> dict[int, str]:
@@ -96,6 +105,34 @@ def weighable(words: Sequence[str], deciding: dict[int, str], probabilities: Seq
         for i, kind in deciding.items()
         if not (i in verbs and _bare(words[i]).lower() in _VERBS) and (not known or probabilities[i] < WEIGH_BELOW)
     }
+
+
+def _pair(words: Sequence[str], index: int, known: set[str]) -> str:
+    """Words ``index`` and the next run together, when both are plain words and neither is a lexicon word
+    itself nor ends a clause ("" otherwise)."""
+    if index + 1 >= len(words) or words[index][-1:] in ".,!?;:":
+        return ""
+    a, b = _bare(words[index]), _bare(words[index + 1])
+    if not (a.isalpha() and b.isalpha()) or {a.lower(), b.lower()} & known:
+        return ""
+    return a + b if len(a) + len(b) >= _MIN_LETTERS + 2 else ""
+
+
+def _closer(pair: str, heard: Sequence[str], word: str) -> bool:
+    """Whether the two words run together sound more like ``word`` than either does alone ("back of" is backoff,
+    but "last dash" is no nearer stash than "dash" is)."""
+    key = phonetic_key(word)
+    alone = min(key_distance(phonetic_key(_bare(h)), key) for h in heard)
+    return key_distance(phonetic_key(pair), key) < alone
+
+
+def _alike_verbs(opening: str, verbs: Sequence[str]) -> list[str]:
+    """The ``verbs`` that sound most like ``opening`` (at most ``_HEAD_ALIKE``)."""
+    key = phonetic_key(opening)
+    close = sorted(
+        (key_distance(key, phonetic_key(v)), v) for v in verbs if sounds_like(opening, v) and not same_word(opening, v)
+    )
+    return [v for _, v in close[:_HEAD_ALIKE]]
 
 
 def _spoken(word: str, capital: bool) -> str:
@@ -143,12 +180,18 @@ def candidates(
     words = text.split()
     ranked: list[tuple[float, Rival]] = []
     known = {w.lower() for w in alike} | _VERBS  # the lexicon's own words are taken as heard ("push" ≠ pull)
+    singles = [w for w in alike if " " not in w]
     for i, token in enumerate(words):
         heard = _bare(token)
         if len(heard) >= _MIN_LETTERS and heard.lower() not in known:
-            for w in alike:
-                if " " not in w and sounds_like(heard, w) and not same_word(heard, w):
+            for w in singles:
+                if sounds_like(heard, w) and not same_word(heard, w):
                     ranked.append((_ALIKE_RANK, Rival(i, 1, w, _replace(words, i, 1, w))))
+        # One word heard as two ("the back of timer" → backoff): the pair sounds like one of the owner's.
+        pair = _pair(words, i, known)
+        for w in singles if pair else ():
+            if sounds_like(pair, w) and not same_word(pair, w) and _closer(pair, words[i : i + 2], w):
+                ranked.append((_ALIKE_RANK, Rival(i, 2, w, _replace(words, i, 2, w))))
     for i, kind in sorted(slots.items()):
         for gap, w in _likeliest(i, _bare(words[i]), vocabulary(kind), first_gap, _PER_SLOT):
             if gap >= -_FIRST_GAP:
@@ -158,7 +201,12 @@ def candidates(
             if span >= len(words):
                 break
             opening = "".join(_bare(w) for w in words[:span])
-            for gap, v in _likeliest(0, opening[:1].upper() + opening[1:], DEV_VERBS, first_gap, _HEAD_VERBS):
+            likely = _likeliest(0, opening[:1].upper() + opening[1:], DEV_VERBS, first_gap, _HEAD_VERBS)
+            # A verb the opening sounds like ("And do" → undo, "We run" → rerun), however unlikely its first token;
+            # not one heard in it ("We run" → run is a likely verb above, when it is one).
+            said = {_bare(w).lower() for w in words[:span]}
+            alike = _alike_verbs(opening, [v for v in DEV_VERBS if v not in said])
+            for gap, v in [*likely, *((_ALIKE_RANK, v) for v in alike)]:
                 ranked.append((gap, Rival(0, span, v, _replace(words, 0, span, v), head=True)))
     ranked.sort(key=lambda r: -r[0])
     seen: set[str] = set()

@@ -42,17 +42,17 @@ __all__ = [
 # vocabulary comes from the project names and memory keywords passed beside it.
 DEV_VERBS: tuple[str, ...] = (
     "add", "amend", "apply", "approve", "archive", "ask", "backport", "benchmark", "bisect", "blame", "build",
-    "bump", "cancel", "check", "checkout", "clean", "clone", "close", "commit", "compare", "compile",
-    "configure", "continue", "copy", "create", "debug", "decrease", "delete", "deploy", "describe", "diff",
-    "disable", "document", "download", "drop", "edit", "enable", "explain", "export", "extract", "fetch",
-    "find", "fix", "fork", "format", "generate", "grep", "ignore", "import", "improve", "increase", "inline",
-    "inspect", "install", "lint", "list", "load", "log", "lower", "merge", "migrate", "mock", "move", "open",
-    "optimize", "patch", "pin", "profile", "prune", "publish", "pull", "push", "raise", "read", "rebase",
-    "rebuild", "redeploy", "refactor", "reformat", "release", "reload", "remove", "rename", "reopen",
-    "replace", "rerun", "reset", "resolve", "restart", "restore", "retry", "revert", "review", "rewrite",
-    "rollback", "run", "save", "search", "send", "set", "ship", "show", "skip", "sort", "split", "squash",
-    "stage", "start", "stash", "stop", "summarize", "switch", "sync", "tag", "test", "trace", "try",
-    "undo", "uninstall", "unpin", "unstage", "update", "upgrade", "upload", "validate", "verify", "write",
+    "bump", "cancel", "check", "checkout", "clean", "clone", "close", "commit", "compare", "compile", "configure",
+    "continue", "copy", "create", "debug", "decrease", "delete", "deploy", "describe", "diff", "discard",
+    "disable", "document", "download", "drop", "edit", "enable", "explain", "export", "extract", "fetch", "find",
+    "fix", "fork", "format", "generate", "grep", "ignore", "import", "improve", "increase", "inline", "inspect",
+    "install", "lint", "list", "load", "log", "lower", "merge", "migrate", "mock", "move", "open", "optimize",
+    "patch", "pin", "profile", "prune", "publish", "pull", "push", "raise", "read", "rebase", "rebuild",
+    "redeploy", "refactor", "reformat", "release", "reload", "remove", "rename", "reopen", "replace", "rerun",
+    "reset", "resolve", "restart", "restore", "retry", "revert", "review", "rewrite", "rollback", "run", "save",
+    "search", "send", "set", "ship", "show", "skip", "sort", "split", "squash", "stage", "start", "stash", "stop",
+    "summarize", "switch", "sync", "tag", "test", "trace", "try", "undo", "uninstall", "unpin", "unstage",
+    "update", "upgrade", "upload", "validate", "verify", "write",
 )  # fmt: skip
 DEFAULT_MARGIN = 2.0  # nats: measured, docs/speech.md "Snapping" (6 over-corrected: 6 of 48 piper sentences)
 
@@ -113,6 +113,9 @@ class Snapped:
 Scorer = Callable[[Sequence[str]], list[float]]
 
 
+_SILENT_GH = frozenset("though although through thorough borough dough bough plough".split())
+
+
 def phonetic_key(word: str) -> str:
     """A Metaphone-like key: letters → sounds, vowels dropped after the first, doubles collapsed.
 
@@ -156,7 +159,9 @@ def phonetic_key(word: str) -> str:
             sound = "J" if nxt == "g" and w[i + 2 : i + 3] in ("e", "i", "y") else "T"
         elif c == "g":
             if nxt == "h":
-                sound, step = ("" if i > 0 else "K"), 2
+                # A last "gh" after "ou"/"au" is mostly F ("rough" sounds like ruff, "laugh"), else silent.
+                rough = i + 2 == len(w) and w[i - 2 : i] in ("ou", "au") and w not in _SILENT_GH
+                sound, step = ("F" if rough else "" if i > 0 else "K"), 2
             elif nxt == "n" and i + 2 >= len(w):
                 sound = ""
             elif nxt in ("i", "e", "y") and prev != "g":

@@ -42,6 +42,9 @@ def test_a_command_is_a_lexicon_verb_where_a_verb_goes() -> None:
     assert not has_command("Hold the latest changes.".split())  # "hold" is no development command
     # A later clause's command does not make up for the opening: "That's" may have been "fetch".
     assert not has_command("That's origin and rebase on top of it.".split())
+    # Commands of two words whose first is no verb.
+    assert has_command("Cherry pick the fix onto staging.".split()) and has_command("Roll back the deploy.".split())
+    assert not has_command("Cherry trees are nice.".split())
 
 
 def test_any_word_that_sounds_like_the_owners_is_weighed_without_a_logits_pass() -> None:
@@ -52,6 +55,31 @@ def test_any_word_that_sounds_like_the_owners_is_weighed_without_a_logits_pass()
     assert [(r.index, r.word, r.text) for r in rivals] == [(3, "stash", "Drop the last stash.")]
     # A word that is one of the owner's own is taken as heard.
     assert candidates("Merge main now.", {}, nouns, never, alike=("main", "many")) == []
+
+
+def test_two_words_that_sound_like_one_of_the_owners_are_weighed_as_one() -> None:
+    def never(index: int, word: str) -> float:
+        return float("-inf")
+
+    rivals = candidates("Add a test for the back of timer.", {}, nouns, never, alike=("backoff", "branch"))
+    assert "Add a test for the backoff timer." in {r.text for r in rivals}
+    [pair] = [r for r in rivals if r.span == 2]
+    assert (pair.index, pair.word) == (5, "backoff")
+    # "rough" is heard for ruff: a last "gh" after "ou" sounds like F.
+    assert [r.word for r in candidates("Lint it with rough.", {}, nouns, never, alike=("ruff",))] == ["ruff"]
+    # A pair across a clause's end, or with one of the owner's words in it, is no rival.
+    apart = candidates("Roll back. Off we go.", {}, nouns, never, alike=("backoff",))
+    assert not [r for r in apart if r.span == 2 and not r.head]
+    # Nor is a pair no nearer the word than one of its words alone: "last dash" is no nearer stash than "dash".
+    assert [r.span for r in candidates("Drop the last dash.", {}, nouns, never, alike=("stash",))] == [1]
+
+
+def test_an_opening_is_weighed_against_the_verb_it_sounds_like_however_unlikely_its_first_token() -> None:
+    rivals = candidates("And do the last commit.", {}, nouns, first_gap_from({}))  # type: ignore[arg-type]
+    assert "Undo the last commit." in {r.text for r in rivals if r.head and r.span == 2}
+    # "We run" sounds like rerun; run itself is weighed only when its first token is likely.
+    rivals = candidates("We run the pipeline.", {}, nouns, first_gap_from({(0, "run"): -1.0}))  # type: ignore[arg-type]
+    assert {"Rerun the pipeline.", "Run the pipeline."} <= {r.text for r in rivals}
 
 
 def test_a_slot_gets_the_vocabulary_words_whose_first_token_was_nearly_as_likely() -> None:
@@ -106,6 +134,18 @@ def test_a_verb_standing_for_two_opening_words_flags_both_and_replaces_both() ->
     [flag] = find_flags(text, evidence)
     assert (flag.index, flag.span, flag.heard, flag.alternatives) == (0, 2, "We run", ("rerun",))
     assert substitute(text, flag.index, flag.alternatives[0], flag.span) == "Rerun the failing job."
+
+
+def test_two_words_one_of_the_owners_explains_are_flagged_and_replaced_together() -> None:
+    text = "Add a test for the back of timer."
+    words = tuple((w, 0.2 if w == "back" else 0.99) for w in text.split())
+    pair = Rival(5, 2, "backoff", "Add a test for the backoff timer.", gap=-2.4)
+    [flag] = find_flags(text, Evidence(words, rivals=(pair,)), ["backoff"])
+    assert (flag.index, flag.span, flag.heard, flag.alternatives) == (5, 2, "back of", ("backoff",))
+    assert "p=0.20" in flag.reason and "rival backoff (-2.4)" in flag.reason  # the flag on "back" merged in
+    assert substitute(text, flag.index, flag.alternatives[0], flag.span) == "Add a test for the backoff timer."
+    far = Rival(5, 2, "backoff", "Add a test for the backoff timer.", gap=-9.0)
+    assert find_flags(text, Evidence(sure(text).words, rivals=(far,)), ["backoff"]) == ()
 
 
 def test_a_head_flag_takes_the_place_of_a_flag_on_the_same_opening_word() -> None:
