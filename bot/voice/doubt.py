@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.voice.rivals import Rival
+from bot.voice.rivals import Rival, same_word
 from bot.voice.snap import DEV_VERBS, Scored, edit_distance, key_distance, phonetic_key, sounds_like, verb_positions
 
 __all__ = [
@@ -90,6 +90,12 @@ class Thresholds:
     # nats (inf: always). 4 cut the needless taps by two thirds but let misheard words through on the espeak
     # and noisy sets (89.6 → 72.9 %), so it stays off: a missed word costs more than a tap.
     alone: float = float("inf")
+    # A low probability alone does not flag one of the owner's names or coding nouns heard exactly, when no
+    # alternative is another word of the owner's ("Kestrel" offering "Castrel", "Cestrel"): such rare words
+    # score low when heard right. Measured (docs/benchmarks.md, "Voice: rivals"): the piper sets' needless
+    # taps fell by a third to three quarters for no catch lost; on espeak it lost sentences caught only because
+    # a right word of theirs was flagged while the misheard one was not.
+    own_words: bool = True
 
 
 DEFAULT_THRESHOLDS = Thresholds()
@@ -261,6 +267,10 @@ def find_flags(
                 if " " not in w and sounds_like(said, w)
             ]
         picked = _unique([w for _, w in sorted(ranked, key=lambda r: r[0])], heard)
+        if thresholds.own_words and kind in ("name", "noun") and reasons == [f"p={p:.2f}"]:
+            others = {w.lower() for w in (*names, *DECIDING_NOUNS, *DEV_VERBS)}
+            if not [a for a in picked if a.lower() in others and not same_word(heard, a)]:
+                continue  # one of the owner's words, heard as itself, with only its misspellings to offer
         flags.append(Flag(i, heard, tuple(picked[:_MAX_ALTERNATIVES]), ", ".join(reasons)))
     flags = _with_pairs(words, flags, evidence.rivals, thresholds.rival_gap)
     return _with_head(words, flags, evidence.rivals, thresholds.head_gap)

@@ -89,11 +89,28 @@ def test_a_snap_the_audio_preferred_to_what_was_heard_runs_without_asking() -> N
     assert flag.alternatives[0] == "Reverse"
 
 
+def test_one_of_the_owners_words_heard_as_itself_is_not_flagged_for_offering_only_its_misspellings() -> None:
+    text = "Deploy Kestrel to staging."
+    words = tuple((w, 0.17 if w == "Kestrel" else 0.99) for w in text.split())
+    misspelt = Evidence(words, hypotheses=(("Deploy Castrel to staging.", 0.1), ("Deploy Cestrel to staging.", 0.2)))
+    assert find_flags(text, misspelt, ["Kestrel"]) == ()
+    # Another of the owner's words among the alternatives keeps the flag: it may be what was said.
+    other = Evidence(words, hypotheses=(("Deploy Tarsier to staging.", 0.1),))
+    [flag] = find_flags(text, other, ["Kestrel", "Tarsier"])
+    assert (flag.heard, flag.alternatives[0]) == ("Kestrel", "Tarsier")
+    # A word that is not the owner's (here only what "Deploy" acts on), and the rule switched off: flagged.
+    assert [f.heard for f in find_flags(text, misspelt, [])] == ["Kestrel"]
+    assert [f.heard for f in find_flags(text, misspelt, ["Kestrel"], thresholds=Thresholds(own_words=False))] == [
+        "Kestrel"
+    ]
+
+
 def test_a_low_probability_alone_can_be_required_to_have_a_rival_before_it_flags() -> None:
     text = "Deploy Kestrel to staging."
     words = tuple((w, 0.17 if w == "Kestrel" else 0.99) for w in text.split())
-    assert [f.heard for f in find_flags(text, Evidence(words), ["Kestrel"])] == ["Kestrel"]  # the default
-    strict = Thresholds(alone=4.0)
+    loose = Thresholds(own_words=False)
+    assert [f.heard for f in find_flags(text, Evidence(words), ["Kestrel"], thresholds=loose)] == ["Kestrel"]
+    strict = Thresholds(alone=4.0, own_words=False)
     assert find_flags(text, Evidence(words), ["Kestrel"], thresholds=strict) == ()
     near = Evidence(words, rivals=(Rival(1, 1, "Tarsier", "Deploy Tarsier to staging.", gap=-3.0),))
     assert [f.heard for f in find_flags(text, near, ["Kestrel", "Tarsier"], thresholds=strict)] == ["Kestrel"]
