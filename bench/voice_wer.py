@@ -25,7 +25,8 @@ right or flagged (the note waits for the owner), and flagged although right, at 
 ``doubt_grid`` in the JSON sweeps the thresholds on the same transcripts. Sentence files are arguments
 (default bench/data/coding_speech.txt; the format is in ``--help``); bench/data/coding_speech_heldout*.txt are
 held-out sets (each file's header says what it was used for), and bench/data/coding_speech_remarks.txt holds
-notes that are no commands (questions, remarks: every flag there on a note heard right is a needless tap). ``--noise 10`` adds every voice again with seeded white noise at 10 dB SNR.
+notes that are no commands (questions, remarks: every flag there on a note heard right is a needless tap).
+``--noise 10`` adds every voice again with seeded white noise at 10 dB SNR.
 
 Run: .venv/bin/python -m bench.voice_wer [SENTENCES ...] [--doubt] [--noise DB] [--dump PKL]
        [--models tiny.en,PATH] [--beams 1,5] [--temperatures 0,fallback]

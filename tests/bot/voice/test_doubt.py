@@ -89,20 +89,20 @@ def test_a_snap_the_audio_preferred_to_what_was_heard_runs_without_asking() -> N
     assert flag.alternatives[0] == "Reverse"
 
 
-def test_one_of_the_owners_words_heard_as_itself_is_not_flagged_for_offering_only_its_misspellings() -> None:
+def test_own_words_spares_an_owners_word_heard_as_itself_that_offers_only_its_misspellings() -> None:
     text = "Deploy Kestrel to staging."
     words = tuple((w, 0.17 if w == "Kestrel" else 0.99) for w in text.split())
     misspelt = Evidence(words, hypotheses=(("Deploy Castrel to staging.", 0.1), ("Deploy Cestrel to staging.", 0.2)))
-    assert find_flags(text, misspelt, ["Kestrel"]) == ()
+    own = Thresholds(own_words=True)
+    assert find_flags(text, misspelt, ["Kestrel"], thresholds=own) == ()
     # Another of the owner's words among the alternatives keeps the flag: it may be what was said.
     other = Evidence(words, hypotheses=(("Deploy Tarsier to staging.", 0.1),))
-    [flag] = find_flags(text, other, ["Kestrel", "Tarsier"])
+    [flag] = find_flags(text, other, ["Kestrel", "Tarsier"], thresholds=own)
     assert (flag.heard, flag.alternatives[0]) == ("Kestrel", "Tarsier")
-    # A word that is not the owner's (here only what "Deploy" acts on), and the rule switched off: flagged.
-    assert [f.heard for f in find_flags(text, misspelt, [])] == ["Kestrel"]
-    assert [f.heard for f in find_flags(text, misspelt, ["Kestrel"], thresholds=Thresholds(own_words=False))] == [
-        "Kestrel"
-    ]
+    # A word that is not the owner's (here only what "Deploy" acts on) is flagged, and so is every one by
+    # default: the rule is off (it lost misheard words on the held-out set).
+    assert [f.heard for f in find_flags(text, misspelt, [], thresholds=own)] == ["Kestrel"]
+    assert [f.heard for f in find_flags(text, misspelt, ["Kestrel"])] == ["Kestrel"]
 
 
 def test_a_low_probability_alone_can_be_required_to_have_a_rival_before_it_flags() -> None:
