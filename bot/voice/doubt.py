@@ -306,13 +306,15 @@ def _with_head(words: Sequence[str], flags: list[Flag], rivals: Sequence[Rival],
         return tuple(flags)
     span = heads[0].span
     reason = f"no command; {heads[0].word} ({heads[0].gap:.1f})"
-    # The verbs the audio supports best first, the head's and a flag's on the same word alike.
+    # The verbs the audio supports best first: the head's, and the opening word's own rivals within the same
+    # gap ("Let the relay folder": lint was scored as its rival, load as a head).
     scored = [(r.gap, r.word) for r in heads if r.span == span]
+    if span == 1:
+        scored += [(r.gap, r.word) for r in rivals if r.index == 0 and r.span == 1 and not r.head and r.gap >= -gap]
     rest: list[str] = []
     for f in flags:
         if f.index < span:  # the same opening words: one question, with both kinds of alternative
             if span == 1:
-                scored += [(r.gap, r.word) for r in rivals if r.index == 0 and r.span == 1 and not r.head]
                 rest += f.alternatives
             reason = f"{f.reason}, {reason}"
     verbs = _unique([w for _, w in sorted(scored, key=lambda s: -s[0])] + rest, "")

@@ -136,6 +136,20 @@ def test_a_verb_standing_for_two_opening_words_flags_both_and_replaces_both() ->
     assert substitute(text, flag.index, flag.alternatives[0], flag.span) == "Rerun the failing job."
 
 
+def test_an_opening_flag_offers_the_opening_words_own_rivals_within_the_head_gap() -> None:
+    text = "Let the relay folder with ruff."
+    evidence = Evidence(
+        sure(text).words,
+        rivals=(
+            Rival(0, 1, "load", "Load the relay folder with ruff.", gap=-6.5, head=True),
+            Rival(0, 1, "lint", "Lint the relay folder with ruff.", gap=-5.7),
+            Rival(0, 1, "list", "List the relay folder with ruff.", gap=-12.0),
+        ),
+    )
+    [flag] = find_flags(text, evidence)
+    assert flag.alternatives == ("lint", "load")  # the audio's order; "list" is too far to offer
+
+
 def test_two_words_one_of_the_owners_explains_are_flagged_and_replaced_together() -> None:
     text = "Add a test for the back of timer."
     words = tuple((w, 0.2 if w == "back" else 0.99) for w in text.split())
