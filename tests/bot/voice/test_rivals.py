@@ -16,6 +16,11 @@ def sure(text: str) -> Evidence:
     return Evidence(tuple((w, 0.99) for w in text.split()))
 
 
+def weighed(text: str, *rivals: Rival) -> Evidence:
+    """Every word sure, and ``rivals`` scored."""
+    return Evidence(sure(text).words, rivals=rivals)
+
+
 def first_gap_from(table: dict[tuple[int, str], float]) -> object:
     """A FirstGap that knows the given (index, word) pairs and finds every other word unlikely."""
 
@@ -124,12 +129,10 @@ def test_a_rival_the_audio_supports_flags_the_word_and_comes_first() -> None:
 
 def test_a_verb_standing_for_two_opening_words_flags_both_and_replaces_both() -> None:
     text = "We run the failing job."
-    evidence = Evidence(
-        sure(text).words,
-        rivals=(
-            Rival(0, 2, "rerun", "Rerun the failing job.", gap=-2.2, head=True),
-            Rival(0, 1, "run", "Run run the failing job.", gap=-9.0, head=True),
-        ),
+    evidence = weighed(
+        text,
+        Rival(0, 2, "rerun", "Rerun the failing job.", gap=-2.2, head=True),
+        Rival(0, 1, "run", "Run run the failing job.", gap=-9.0, head=True),
     )
     [flag] = find_flags(text, evidence)
     assert (flag.index, flag.span, flag.heard, flag.alternatives) == (0, 2, "We run", ("rerun",))
@@ -138,15 +141,10 @@ def test_a_verb_standing_for_two_opening_words_flags_both_and_replaces_both() ->
 
 def test_an_opening_flag_offers_the_opening_words_own_rivals_within_the_head_gap() -> None:
     text = "Let the relay folder with ruff."
-    evidence = Evidence(
-        sure(text).words,
-        rivals=(
-            Rival(0, 1, "load", "Load the relay folder with ruff.", gap=-6.5, head=True),
-            Rival(0, 1, "lint", "Lint the relay folder with ruff.", gap=-5.7),
-            Rival(0, 1, "list", "List the relay folder with ruff.", gap=-12.0),
-        ),
-    )
-    [flag] = find_flags(text, evidence)
+    load = Rival(0, 1, "load", "Load the relay folder with ruff.", gap=-6.5, head=True)
+    lint = Rival(0, 1, "lint", "Lint the relay folder with ruff.", gap=-5.7)
+    far = Rival(0, 1, "list", "List the relay folder with ruff.", gap=-12.0)
+    [flag] = find_flags(text, weighed(text, load, lint, far))
     assert flag.alternatives == ("lint", "load")  # the audio's order; "list" is too far to offer
 
 
