@@ -213,6 +213,7 @@ def find_flags(
     probs = dict(enumerate(p for _, p in evidence.words)) if len(evidence.words) == len(words) else {}
     beams = [(_beam_words(words, h), gap) for h, gap in evidence.hypotheses]
     flags: list[Flag] = []
+    owners = {w.lower() for w in (*names, *DECIDING_NOUNS, *DEV_VERBS)}  # every word of the owner's vocabulary
     # A word a rival was scored for is weighed as a deciding one ("the last dash" when "stash" sounds like it).
     positions = {r.index: "noun" for r in evidence.rivals if not r.head and r.index < len(words)}
     positions.update(deciding_positions(words, names, thresholds.objects))
@@ -269,13 +270,18 @@ def find_flags(
                 if " " not in w and sounds_like(said, w)
             ]
         picked = _unique([w for _, w in sorted(ranked, key=lambda r: r[0])], heard)
-        if thresholds.own_words and kind in ("name", "noun") and reasons == [f"p={p:.2f}"]:
-            others = {w.lower() for w in (*names, *DECIDING_NOUNS, *DEV_VERBS)}
-            if not [a for a in picked if a.lower() in others and not same_word(heard, a)]:
-                continue  # one of the owner's words, heard as itself, with only its misspellings to offer
+        # With own_words: one of the owner's words heard as itself, with only its misspellings to offer.
+        only_p = reasons == [f"p={p:.2f}"]
+        if thresholds.own_words and kind in ("name", "noun") and only_p and not _another_word(heard, picked, owners):
+            continue
         flags.append(Flag(i, heard, tuple(picked[:_MAX_ALTERNATIVES]), ", ".join(reasons)))
     flags = _with_pairs(words, flags, evidence.rivals, thresholds.rival_gap)
     return _with_head(words, flags, evidence.rivals, thresholds.head_gap)
+
+
+def _another_word(heard: str, alternatives: Sequence[str], owners: set[str]) -> bool:
+    """Whether an alternative is another word of the owner's vocabulary, not a spelling of ``heard``."""
+    return any(a.lower() in owners and not same_word(heard, a) for a in alternatives)
 
 
 def _with_pairs(words: Sequence[str], flags: list[Flag], rivals: Sequence[Rival], gap: float) -> list[Flag]:

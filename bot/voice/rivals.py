@@ -173,9 +173,10 @@ def candidates(
     alike: Sequence[str] = (),
 ) -> list[Rival]:
     """The rivals worth a forced pass, best first: any word that sounds like one of ``alike`` (the owner's names
-    and the coding nouns: "dash" → stash, "poll" → pull) and is not one itself; per deciding slot (index →
-    kind, not lexicon verbs) the vocabulary words whose first token the decoder found nearly as likely; for a
-    sentence that does not open with a command, the command verbs likeliest at its first token, standing for
+    and the coding nouns: "dash" → stash, "poll" → pull) and is not one itself, and any two words that run
+    together sound like one ("back of" → backoff); per deciding slot (index → kind, not lexicon verbs) the
+    vocabulary words whose first token the decoder found nearly as likely; for a sentence that does not open
+    with a command, the command verbs likeliest at its first token and the one it sounds like, standing for
     its first one or two words. ``vocabulary(kind)`` gives a slot kind's words."""
     words = text.split()
     ranked: list[tuple[float, Rival]] = []
