@@ -2,7 +2,7 @@
 
 Runs under a separate virtualenv with only ``numpy`` and ``moonshine-cpp`` (0.1.4: base-en ships in the
 wheel), never under the project's: it imports nothing from the project. Reads a jobs file of JSON lines
-``{"id": ..., "path": "clip.npy"}`` (mono float32 at 16 kHz, as bot.voice.transcribe.decode_samples gives)
+``{"id": ..., "path": "clip.npy"}`` (mono float32 at 16 kHz, as bot.voice.audio.decode_samples gives)
 and writes ``{"id": ..., "text": ..., "decode_s": ...}`` to stdout as each clip is done.
 
 Run (by the bench): /tmp/moonvenv/bin/python bench/_moonshine_worker.py JOBS.jsonl

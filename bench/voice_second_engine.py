@@ -44,8 +44,9 @@ from typing import Any
 import numpy as np
 
 from bench.voice_wer import HOTWORDS, Sentence, decisive_right, doubt_figures, make_clips, normalize
+from bot.voice.audio import decode_samples
 from bot.voice.doubt import Thresholds, bare, deciding_positions
-from bot.voice.transcribe import Transcript, decode_samples
+from bot.voice.transcribe import Transcript
 
 WORKER = Path(__file__).with_name("_moonshine_worker.py")
 RATE = 16_000  # what both engines take

@@ -56,10 +56,11 @@ from typing import Any
 
 import numpy as np
 
+from bot.voice.audio import decode_samples
 from bot.voice.doubt import Thresholds, find_flags
 from bot.voice.snap import choose, edit_distance
 from bot.voice.speak import Speaker, encode_ogg_opus
-from bot.voice.transcribe import CODING_TERMS, Transcriber, Transcript, decode_samples
+from bot.voice.transcribe import CODING_TERMS, Transcriber, Transcript
 
 DATA = Path(__file__).parent / "data" / "coding_speech.txt"
 NEAR_MISSES = Path(__file__).parent / "data" / "coding_speech_near_misses.txt"

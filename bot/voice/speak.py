@@ -25,6 +25,7 @@ import numpy as np
 
 from bot.errors import SpeechError, SpeechUnavailableError
 from bot.model_thread import ModelOwner, ModelThread
+from bot.voice.audio import short_error
 from bot.voice.spoken_summary import MAX_SPOKEN_WORDS, spoken_summary
 
 __all__ = [
@@ -127,7 +128,7 @@ class Speaker(ModelOwner):
             session = onnxruntime.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
         except (OSError, ValueError, KeyError, RuntimeError) as exc:
             # onnxruntime's load failures (NoSuchFile, InvalidProtobuf) are RuntimeError subclasses.
-            raise SpeechError(f"couldn't load the Piper voice {model} ({_short(exc)})") from exc
+            raise SpeechError(f"couldn't load the Piper voice {model} ({short_error(exc)})") from exc
         return piper.PiperVoice(session=session, config=piper_config)
 
     def _speak(self, text: str) -> SpokenNote:
@@ -143,7 +144,7 @@ class Speaker(ModelOwner):
                     parts.append(pause)
                 parts.append(chunk.audio_int16_array)
         except (RuntimeError, ValueError, KeyError) as exc:
-            raise SpeechError(f"couldn't speak that text ({_short(exc)})") from exc
+            raise SpeechError(f"couldn't speak that text ({short_error(exc)})") from exc
         if not parts:
             raise SpeechError("there is nothing to say")  # only punctuation or symbols
         edge = np.zeros(int(rate * _EDGE_SILENCE_S), dtype=np.int16)
@@ -172,10 +173,5 @@ def encode_ogg_opus(pcm: Any, rate: int, bitrate: int = _BITRATE) -> bytes:
             for packet in stream.encode(None):
                 container.mux(packet)
     except (av.error.FFmpegError, ValueError) as exc:
-        raise SpeechError(f"couldn't encode the voice note ({_short(exc)})") from exc
+        raise SpeechError(f"couldn't encode the voice note ({short_error(exc)})") from exc
     return out_buf.getvalue()
-
-
-def _short(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 160 else text[:157] + "…"

@@ -11,14 +11,10 @@ blocks and two notes never fight over the model.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-import importlib
-import io
 import os
 import re
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +26,7 @@ import numpy as np
 
 from bot.errors import VoiceError, VoiceModelError
 from bot.model_thread import ModelOwner, ModelThread
+from bot.voice.audio import decode_samples, short_error
 from bot.voice.doubt import DEFAULT_THRESHOLDS, Evidence, Flag, Thresholds, find_flags
 from bot.voice.evidence import Beams, first_gaps, gather, weigh_rivals
 from bot.voice.snap import DEFAULT_MARGIN, Snapped, snap
@@ -55,7 +52,6 @@ _WORD = re.compile(r"[^\s,;:]+(?:[ -][^\s,;:]+)*")
 _WINDOW_S = 30.0  # Whisper hears 30 s at a time; snapping scores words against the first window only
 _FRAMES_PER_S = 100  # mel frames a second (hop 160 at 16 kHz)
 _WINDOW_FRAMES = 3000
-_SAMPLE_RATE = 16_000  # what Whisper hears
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,28 +98,6 @@ class Transcript:
         )
         drop = self.dropped | {w.lower() for w in words}  # nor rivals, when they are weighed
         return dataclasses.replace(self, text=snapped.text, snapped=snapped, flags=flags, dropped=drop)
-
-
-def decode_samples(audio: str | Path | bytes, rate: int = _SAMPLE_RATE) -> np.ndarray[Any, np.dtype[np.float32]]:
-    """A note's audio as mono float32 samples at ``rate`` (Whisper's 16 kHz), decoded by PyAV.
-
-    Bytes are read from memory: no temporary file to leak. This is faster-whisper's ``decode_audio`` less
-    two costs on the echo's path: the 48 kHz frames of an Opus note are resampled in one piece rather than
-    one frame at a time, and no ``gc.collect()`` follows (faster-whisper runs one so the resampler's objects
-    are freed at once; a full collection of the bot's heap holds every thread, the event loop included).
-    Raises what PyAV raises (``OSError`` for a missing file, ``av.error.FFmpegError`` for data it cannot decode).
-    """
-    source: str | io.BytesIO = io.BytesIO(audio) if isinstance(audio, bytes) else str(audio)
-    with av.open(source, mode="r", metadata_errors="ignore") as container:
-        fifo = av.AudioFifo()
-        for frame in container.decode(audio=0):
-            frame.pts = None  # the FIFO checks timestamps for gaps; a note's order is its decoding order
-            fifo.write(frame)
-    resampler = av.AudioResampler(format="flt", layout="mono", rate=rate)
-    whole = fifo.read()
-    frames = [*(resampler.resample(whole) if whole is not None else []), *resampler.resample(None)]
-    parts = [f.to_ndarray().reshape(-1) for f in frames]
-    return np.concatenate(parts).astype(np.float32, copy=False) if parts else np.zeros(0, dtype=np.float32)
 
 
 def default_model_path() -> Path:
@@ -249,9 +223,9 @@ class Transcriber(ModelOwner):
             try:
                 samples = decode_samples(audio)
             except OSError as exc:  # first: PyAV's FileNotFoundError is both an OSError and an FFmpegError
-                raise VoiceError(f"couldn't read that voice note ({_short(exc)})") from exc
+                raise VoiceError(f"couldn't read that voice note ({short_error(exc)})") from exc
             except (av.error.FFmpegError, EOFError, ValueError) as exc:
-                raise VoiceError(f"couldn't decode that voice note ({_short(exc)})") from exc
+                raise VoiceError(f"couldn't decode that voice note ({short_error(exc)})") from exc
             return whole_scores(self._model, samples, prompt, language or self.language or "en", candidates)
 
         return await self._thread.run(work)
@@ -308,9 +282,9 @@ class Transcriber(ModelOwner):
             # The segments are a lazy generator: decoding happens here, on the worker thread.
             text = " ".join(seg.text.strip() for seg in segments).strip()
         except OSError as exc:  # first: PyAV's FileNotFoundError is both an OSError and an FFmpegError
-            raise VoiceError(f"couldn't read that voice note ({_short(exc)})") from exc
+            raise VoiceError(f"couldn't read that voice note ({short_error(exc)})") from exc
         except (av.error.FFmpegError, EOFError, ValueError, IndexError) as exc:
-            raise VoiceError(f"couldn't decode that voice note ({_short(exc)})") from exc
+            raise VoiceError(f"couldn't decode that voice note ({short_error(exc)})") from exc
         language, duration = str(info.language or ""), float(info.duration)
         encoded, self._model.first_window = self._model.first_window, None
         if names is None or self.snap_margin is None or encoded is None or not text or duration > _WINDOW_S:
@@ -399,65 +373,22 @@ class Transcriber(ModelOwner):
         return out
 
     def _load_openai(self) -> Any:
-        try:
-            whisper = importlib.import_module("whisper")
-        except ImportError as exc:
-            raise VoiceModelError(
-                "the openai-whisper backend is not installed: install a CPU torch first, then "
-                "pip install 'macupos[openai-whisper]'"
-            ) from exc
-        name = self.model_name or "tiny.en"
-        try:
-            return whisper.load_model(
-                name, device=self.device, download_root=str(self.download_root) if self.download_root else None
-            )
-        except (OSError, RuntimeError, ValueError) as exc:  # URLError is an OSError
-            raise VoiceModelError(f"couldn't load the openai-whisper model {name!r} ({exc})") from exc
+        from bot.voice import openai_whisper  # imported here: only that backend needs it
+
+        return openai_whisper.load(self.model_name, self.device, self.download_root)
 
     def _transcribe_openai(self, audio: str | Path | bytes, prompt: str | None) -> Transcript:
+        from bot.voice import openai_whisper
+
         self._ensure_model()
-        whisper = importlib.import_module("whisper")
-        with _as_file(audio, self.temp_dir) as path:
-            try:
-                samples = whisper.audio.load_audio(path)  # runs the ffmpeg program
-                options: dict[str, Any] = {"without_timestamps": self.without_timestamps}
-                if self.temperature is not None:
-                    options["temperature"] = self.temperature
-                result = self._model.transcribe(
-                    samples,
-                    beam_size=self.beam_size,
-                    language=self.language,
-                    initial_prompt=prompt,
-                    fp16=False,
-                    **options,
-                )
-            except (RuntimeError, OSError, ValueError) as exc:  # load_audio raises RuntimeError on ffmpeg failure
-                raise VoiceError(f"couldn't decode that voice note ({_short(exc)})") from exc
-        return Transcript(
-            text=str(result.get("text", "")).strip(),
-            language=str(result.get("language") or ""),
-            duration_s=len(samples) / whisper.audio.SAMPLE_RATE,
+        text, language, duration = openai_whisper.transcribe(
+            self._model,
+            audio,
+            prompt=prompt,
+            beam_size=self.beam_size,
+            language=self.language,
+            without_timestamps=self.without_timestamps,
+            temperature=self.temperature,
+            temp_dir=self.temp_dir,
         )
-
-
-@contextlib.contextmanager
-def _as_file(audio: str | Path | bytes, temp_dir: Path | None) -> Any:
-    """A path for ``audio``; bytes are written to a temporary file that is removed on every exit."""
-    if not isinstance(audio, bytes):
-        yield str(audio)
-        return
-    if temp_dir is not None:
-        temp_dir.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix="macupos-voice-", suffix=".ogg", dir=temp_dir)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(audio)
-        yield name
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(name)
-
-
-def _short(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 160 else text[:157] + "…"
+        return Transcript(text=text, language=language, duration_s=duration)
