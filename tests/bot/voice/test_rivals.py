@@ -160,6 +160,27 @@ def test_two_words_one_of_the_owners_explains_are_flagged_and_replaced_together(
     assert find_flags(text, Evidence(sure(text).words, rivals=(far,)), ["backoff"]) == ()
 
 
+def test_a_rival_that_sounds_alike_may_score_further_below_and_one_with_the_same_sound_further_still() -> None:
+    # "rough" and "ruff" are one sound: what tells them apart is the language model's taste for the common word.
+    text = "Install rough in this project."
+    [flag] = find_flags(text, weighed(text, Rival(1, 1, "ruff", "Install ruff in this project.", gap=-6.8)))
+    assert (flag.heard, flag.alternatives[0]) == ("rough", "ruff")
+    assert find_flags(text, weighed(text, Rival(1, 1, "ruff", "Install ruff in this project.", gap=-8.5))) == ()
+    # "dip" only sounds like "diff": a shorter reach.
+    text = "Review the last dip before I push."
+    [flag] = find_flags(text, weighed(text, Rival(3, 1, "diff", "Review the last diff before I push.", gap=-4.3)))
+    assert (flag.heard, flag.alternatives[0]) == ("dip", "diff")
+    assert find_flags(text, weighed(text, Rival(3, 1, "diff", "Review the last diff…", gap=-5.5))) == ()
+    # A rival that does not sound like the word keeps the ordinary reach of 3 nats.
+    text = "Hold the latest changes."
+    assert find_flags(text, weighed(text, Rival(0, 1, "pull", "Pull the latest changes.", gap=-4.3))) == ()
+    # Two words with one word's sound ("back of" is backoff's) reach as far.
+    text = "Debug the back of test that hangs."
+    pair = Rival(2, 2, "backoff", "Debug the backoff test that hangs.", gap=-5.5)
+    [flag] = find_flags(text, weighed(text, pair), ["backoff"])
+    assert (flag.index, flag.span, flag.heard, flag.alternatives) == (2, 2, "back of", ("backoff",))
+
+
 def test_a_head_flag_takes_the_place_of_a_flag_on_the_same_opening_word() -> None:
     text = "Blowing the Tarsier service to staging."
     words = tuple((w, 0.05 if w == "Blowing" else 0.99) for w in text.split())
