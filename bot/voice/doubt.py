@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.voice.rivals import Rival, same_word
+from bot.voice.rivals import Rival, same_word, sound_of
 from bot.voice.snap import DEV_VERBS, Scored, edit_distance, key_distance, phonetic_key, sounds_like, verb_positions
 
 __all__ = [
@@ -289,9 +289,10 @@ def find_flags(
 
 def _gap_for(heard: str, word: str, thresholds: Thresholds) -> float:
     """How far below what was heard a rival may score and still be a doubt: further when it sounds alike."""
-    if phonetic_key(heard) == phonetic_key(word):
+    sound = sound_of(word)  # an acronym by its letters' names
+    if phonetic_key(heard) == phonetic_key(sound):
         return max(thresholds.rival_gap, thresholds.homophone_gap)
-    if sounds_like(heard, word):
+    if sounds_like(heard, sound):
         return max(thresholds.rival_gap, thresholds.alike_gap)
     return thresholds.rival_gap
 

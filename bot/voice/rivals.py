@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from bot.voice.snap import DEV_VERBS, key_distance, phonetic_key, sounds_like, verb_positions
 
-__all__ = ["MAX_PER_NOTE", "WEIGH_BELOW", "Rival", "candidates", "has_command", "same_word", "weighable"]
+__all__ = ["MAX_PER_NOTE", "WEIGH_BELOW", "Rival", "candidates", "has_command", "same_word", "sound_of", "weighable"]
 
 MAX_PER_NOTE = 8  # forced passes a note may spend on rivals (≈ 0.1 s each on two cores)
 # A deciding word at least this probable is not weighed: every one caught on the tuning sets was below 0.8
@@ -46,6 +46,12 @@ _TWO_WORD_COMMANDS = frozenset({("cherry", "pick"), ("roll", "back"), ("roll", "
 _MIN_LETTERS = 3  # "a", "is", "on": too short to tell apart by sound
 _ALIKE_RANK = 0.0  # a sound-alike ranks with a rival whose first token was as likely as the heard word's
 _BARE = re.compile(r"^[^A-Za-z0-9]*(.*?)[^A-Za-z0-9]*$")
+# Coding nouns said letter by letter, as they are written ("CI", not "ci").
+_ACRONYMS = {"ci": "CI", "pr": "PR", "api": "API"}
+_LETTER_NAMES = (
+    "ay bee see dee ee eff jee aitch eye jay kay ell em en oh pee cue are ess tee you vee doubleyou ex why zee"
+)
+_LETTERS = dict(zip("abcdefghijklmnopqrstuvwxyz", _LETTER_NAMES.split(), strict=True))
 
 # (word index, candidate word) → the candidate's first-token log-probability minus the heard word's, at that
 # word's first token in the transcript forced through the decoder.
@@ -72,6 +78,24 @@ def _bare(token: str) -> str:
 
 def _squash(word: str) -> str:
     return re.sub(r"[^a-z0-9]", "", word.lower())
+
+
+def _acronym(word: str) -> bool:
+    return word.isalpha() and word.isupper() and 2 <= len(word) <= 4
+
+
+def sound_of(word: str) -> str:
+    """What ``word`` sounds like, for comparing sounds: an acronym is its letters' names ("CI" → "seeeye", which
+    tiny.en writes "the eye" or "see eye"); any other word is itself."""
+    if not _acronym(word):
+        return word
+    return "".join(_LETTERS[c] for c in word.lower())
+
+
+def _sounds_like(heard: str, word: str) -> bool:
+    """snap.sounds_like, with an acronym heard as its letters ("see eye" is CI)."""
+    sound = sound_of(word)
+    return sounds_like(heard, sound) or (sound != word and phonetic_key(heard) == phonetic_key(sound))
 
 
 def same_word(heard: str, other: str) -> bool:
@@ -120,10 +144,12 @@ def _pair(words: Sequence[str], index: int, known: set[str]) -> str:
 
 def _closer(pair: str, heard: Sequence[str], word: str) -> bool:
     """Whether the two words run together sound more like ``word`` than either does alone ("back of" is backoff,
-    but "last dash" is no nearer stash than "dash" is)."""
-    key = phonetic_key(word)
+    but "last dash" is no nearer stash than "dash" is); as near will do for an acronym, whose letters are words
+    of their own ("the eye" is CI as much as "eye" is)."""
+    key = phonetic_key(sound_of(word))
     alone = min(key_distance(phonetic_key(_bare(h)), key) for h in heard)
-    return key_distance(phonetic_key(pair), key) < alone
+    pair_distance = key_distance(phonetic_key(pair), key)
+    return pair_distance < alone or (_acronym(word) and pair_distance <= alone)
 
 
 def _alike_verbs(opening: str, verbs: Sequence[str]) -> list[str]:
@@ -181,17 +207,18 @@ def candidates(
     words = text.split()
     ranked: list[tuple[float, Rival]] = []
     known = {w.lower() for w in alike} | _VERBS  # the lexicon's own words are taken as heard ("push" ≠ pull)
-    singles = [w for w in alike if " " not in w]
+    singles = [_ACRONYMS.get(w, w) for w in alike if " " not in w]
     for i, token in enumerate(words):
         heard = _bare(token)
         if len(heard) >= _MIN_LETTERS and heard.lower() not in known:
             for w in singles:
-                if sounds_like(heard, w) and not same_word(heard, w):
+                # An acronym's letters are two words or more: one word in its place is no rival ("the CI").
+                if not _acronym(w) and _sounds_like(heard, w) and not same_word(heard, w):
                     ranked.append((_ALIKE_RANK, Rival(i, 1, w, _replace(words, i, 1, w))))
-        # One word heard as two ("the back of timer" → backoff): the pair sounds like one of the owner's.
+        # One word heard as two ("the back of timer" → backoff, "the eye" → CI): the pair sounds like one.
         pair = _pair(words, i, known)
         for w in singles if pair else ():
-            if sounds_like(pair, w) and not same_word(pair, w) and _closer(pair, words[i : i + 2], w):
+            if _sounds_like(pair, w) and not same_word(pair, w) and _closer(pair, words[i : i + 2], w):
                 ranked.append((_ALIKE_RANK, Rival(i, 2, w, _replace(words, i, 2, w))))
     for i, kind in sorted(slots.items()):
         for gap, w in _likeliest(i, _bare(words[i]), vocabulary(kind), first_gap, _PER_SLOT):

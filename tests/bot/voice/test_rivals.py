@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.voice.doubt import Evidence, find_flags, substitute
-from bot.voice.rivals import MAX_PER_NOTE, Rival, candidates, has_command, same_word
+from bot.voice.rivals import MAX_PER_NOTE, Rival, candidates, has_command, same_word, sound_of
 from bot.voice.snap import DEV_VERBS
 from bot.voice.transcribe import Transcriber
 from tests.bot.conftest import VoiceNote
@@ -38,6 +38,26 @@ def test_spellings_of_one_word_are_not_rivals() -> None:
     assert same_word("tests", "test") and same_word("branch", "branches")
     assert same_word("handler.py", "handler") and same_word("Rollback", "roll back")
     assert not same_word("pull", "push") and not same_word("Hold", "pull")
+
+
+def test_an_acronym_is_heard_as_its_letters_and_weighed_in_place_of_the_words_they_were_written_as() -> None:
+    def never(index: int, word: str) -> float:
+        return float("-inf")
+
+    assert sound_of("CI") == "seeeye" and sound_of("branch") == "branch"
+    # "CI" is said "see eye": tiny.en writes "the eye" or "see eye". The coding noun is weighed as written.
+    for text, index in (("Merge the pull request once the eye is green.", 5), ("Skip the slow test and see eye.", 5)):
+        [rival] = candidates(text, {}, nouns, never, alike=("ci", "branch"))
+        assert (rival.index, rival.span, rival.word) == (index, 2, "CI")
+    # One word in the letters' place is no rival ("once the CI is green" scored 11 nats below).
+    assert not [r for r in candidates("Run it where I see it.", {}, nouns, never, alike=("ci",)) if r.span == 1]
+    # A pair within the reach of a sound-alike is one flag, whose button puts the acronym in both words' place.
+    text = "Merge the pull request once the eye is green."
+    pair = Rival(5, 2, "CI", "Merge the pull request once CI is green.", gap=-4.1)
+    [flag] = find_flags(text, weighed(text, pair))
+    assert (flag.heard, flag.alternatives) == ("the eye", ("CI",))
+    assert substitute(text, flag.index, "CI", flag.span) == "Merge the pull request once CI is green."
+    assert find_flags(text, weighed(text, Rival(5, 2, "CI", pair.text, gap=-5.5))) == ()
 
 
 def test_a_command_is_a_lexicon_verb_where_a_verb_goes() -> None:
