@@ -10,7 +10,7 @@ not open with a command verb ("And a retry…", "That's origin and rebase…") h
 against the command verbs the same way, and against the verb it sounds like ("And do the last commit" → undo,
 "We run" → rerun): a verb the audio supports nearly as well means the action itself was probably misheard.
 Any word that sounds like one of the owner's ("the last dash" → stash) is weighed too, and so are two words
-that run together sound like one ("the back of timer" → backoff).
+that run together sound like one ("the back of timer" → backoff; an acronym by its letters: "the eye" → CI).
 
 A rival within a few nats of what was heard is a doubt (bot.voice.doubt flags the word and offers the rival
 first); it never replaces the word: only the owner does. The limits keep a note's extra passes few
