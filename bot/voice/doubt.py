@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.voice.rivals import Rival, same_word, sound_of
+from bot.voice.rivals import Rival, likeness, same_word
 from bot.voice.snap import DEV_VERBS, Scored, edit_distance, key_distance, phonetic_key, sounds_like, verb_positions
 
 __all__ = [
@@ -44,8 +44,10 @@ __all__ = [
     "word_probabilities",
 ]
 
-# The things a coding action acts on: a word heard wrong here changes what runs as much as the verb does.
-DECIDING_NOUNS = frozenset(
+# The things a coding action acts on: a word heard wrong here changes what runs as much as the verb does. A
+# tuple, like DEV_VERBS: rivals and alternatives that tie keep this order, so one note gets the same buttons
+# in every process (a set's order changes with the interpreter's hash seed).
+DECIDING_NOUNS: tuple[str, ...] = tuple(
     "branch branches commit commits tag tags stash main master origin upstream staging production release "
     "pull request requests merge rebase tests test linter pytest mypy ruff ci pipeline job build deploy "
     "changes migration schema readme docstring diff conflict conflicts image container service".split()
@@ -289,12 +291,8 @@ def find_flags(
 
 def _gap_for(heard: str, word: str, thresholds: Thresholds) -> float:
     """How far below what was heard a rival may score and still be a doubt: further when it sounds alike."""
-    sound = sound_of(word)  # an acronym by its letters' names
-    if phonetic_key(heard) == phonetic_key(sound):
-        return max(thresholds.rival_gap, thresholds.homophone_gap)
-    if sounds_like(heard, sound):
-        return max(thresholds.rival_gap, thresholds.alike_gap)
-    return thresholds.rival_gap
+    reach = (thresholds.rival_gap, thresholds.alike_gap, thresholds.homophone_gap)[likeness(heard, word)]
+    return max(thresholds.rival_gap, reach)
 
 
 def _another_word(heard: str, alternatives: Sequence[str], owners: set[str]) -> bool:

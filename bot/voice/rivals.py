@@ -28,7 +28,17 @@ from dataclasses import dataclass
 
 from bot.voice.snap import DEV_VERBS, key_distance, phonetic_key, sounds_like, verb_positions
 
-__all__ = ["MAX_PER_NOTE", "WEIGH_BELOW", "Rival", "candidates", "has_command", "same_word", "sound_of", "weighable"]
+__all__ = [
+    "MAX_PER_NOTE",
+    "WEIGH_BELOW",
+    "Rival",
+    "candidates",
+    "has_command",
+    "likeness",
+    "same_word",
+    "sound_of",
+    "weighable",
+]
 
 MAX_PER_NOTE = 8  # forced passes a note may spend on rivals (≈ 0.1 s each on two cores)
 # A deciding word at least this probable is not weighed: every one caught on the tuning sets was below 0.8
@@ -46,8 +56,8 @@ _TWO_WORD_COMMANDS = frozenset({("cherry", "pick"), ("roll", "back"), ("roll", "
 _MIN_LETTERS = 3  # "a", "is", "on": too short to tell apart by sound
 _ALIKE_RANK = 0.0  # a sound-alike ranks with a rival whose first token was as likely as the heard word's
 _BARE = re.compile(r"^[^A-Za-z0-9]*(.*?)[^A-Za-z0-9]*$")
-# Coding nouns said letter by letter, as they are written ("CI", not "ci").
-_ACRONYMS = {"ci": "CI", "pr": "PR", "api": "API"}
+# Coding nouns said letter by letter (bot.voice.doubt.DECIDING_NOUNS holds them in lower case), as written.
+_ACRONYMS = {"ci": "CI"}
 _LETTER_NAMES = (
     "ay bee see dee ee eff jee aitch eye jay kay ell em en oh pee cue are ess tee you vee doubleyou ex why zee"
 )
@@ -92,10 +102,15 @@ def sound_of(word: str) -> str:
     return "".join(_LETTERS[c] for c in word.lower())
 
 
-def _sounds_like(heard: str, word: str) -> bool:
-    """snap.sounds_like, with an acronym heard as its letters ("see eye" is CI)."""
+def likeness(heard: str, word: str) -> int:
+    """How much ``heard`` (one word, or words run together) sounds like ``word``, an acronym by its letters:
+    2 the very same sound (phonetic key: "rough" and ruff, "see eye" and CI), 1 alike (snap.sounds_like: "dip"
+    and diff), 0 neither."""
     sound = sound_of(word)
-    return sounds_like(heard, sound) or (sound != word and phonetic_key(heard) == phonetic_key(sound))
+    key = phonetic_key(heard)
+    if key and key == phonetic_key(sound):
+        return 2
+    return 1 if sounds_like(heard, sound) else 0
 
 
 def same_word(heard: str, other: str) -> bool:
@@ -213,12 +228,12 @@ def candidates(
         if len(heard) >= _MIN_LETTERS and heard.lower() not in known:
             for w in singles:
                 # An acronym's letters are two words or more: one word in its place is no rival ("the CI").
-                if not _acronym(w) and _sounds_like(heard, w) and not same_word(heard, w):
+                if not _acronym(w) and likeness(heard, w) and not same_word(heard, w):
                     ranked.append((_ALIKE_RANK, Rival(i, 1, w, _replace(words, i, 1, w))))
         # One word heard as two ("the back of timer" → backoff, "the eye" → CI): the pair sounds like one.
         pair = _pair(words, i, known)
         for w in singles if pair else ():
-            if _sounds_like(pair, w) and not same_word(pair, w) and _closer(pair, words[i : i + 2], w):
+            if likeness(pair, w) and not same_word(pair, w) and _closer(pair, words[i : i + 2], w):
                 ranked.append((_ALIKE_RANK, Rival(i, 2, w, _replace(words, i, 2, w))))
     for i, kind in sorted(slots.items()):
         for gap, w in _likeliest(i, _bare(words[i]), vocabulary(kind), first_gap, _PER_SLOT):
