@@ -8,7 +8,7 @@ does), the vocabulary words the decoder found likeliest at that very token (one 
 logits) are put in its place and the sentence is scored again (one forced pass each). A sentence that does
 not open with a command verb ("And a retry…", "That's origin and rebase…") has its opening words weighed
 against the command verbs the same way, and against the verb it sounds like ("And do the last commit" → undo,
-"We run" → rerun): a verb the audio supports nearly as well means the action itself was probably misheard.
+"We run" or "You run" → rerun): a verb the audio supports nearly as well means the action itself was probably misheard.
 Any word that sounds like one of the owner's ("the last dash" → stash) is weighed too, and so are two words
 that run together sound like one ("the back of timer" → backoff; an acronym by its letters: "the eye" → CI).
 
@@ -54,6 +54,10 @@ _VERBS = frozenset(DEV_VERBS)
 # Commands of two words whose first is no verb of the lexicon ("Cherry pick the fix", "Roll back the deploy").
 _TWO_WORD_COMMANDS = frozenset({("cherry", "pick"), ("roll", "back"), ("roll", "out")})
 _MIN_LETTERS = 3  # "a", "is", "on": too short to tell apart by sound
+# The owner gives orders; a sentence opening "You run…" is what tiny.en makes of "rerun…" ("can you rebase"
+# keeps its command: "you" opens it only after "can"). All 8 of 2,088 bench transcripts that open with "You"
+# were misheard (docs/benchmarks.md, "Voice: an opening 'You'").
+_YOU = "you"
 _ALIKE_RANK = 0.0  # a sound-alike ranks with a rival whose first token was as likely as the heard word's
 _BARE = re.compile(r"^[^A-Za-z0-9]*(.*?)[^A-Za-z0-9]*$")
 # Coding nouns said letter by letter (bot.voice.doubt.DECIDING_NOUNS holds them in lower case), as written.
@@ -125,7 +129,10 @@ def same_word(heard: str, other: str) -> bool:
 
 def has_command(words: Sequence[str]) -> bool:
     """Whether the sentence opens with a verb of the lexicon where its command goes ("Run…", "Please stash…"):
-    "That's origin and rebase…" does not, though a later clause has one."""
+    "That's origin and rebase…" does not, though a later clause has one, nor does one that opens by telling
+    the bot what it does ("You run the failed job", heard for "rerun…")."""
+    if words and _bare(words[0]).lower() == _YOU:
+        return False
     positions = verb_positions(words)
     if not positions or positions[0] >= _OPENING_WORDS:
         return False

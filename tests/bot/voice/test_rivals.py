@@ -70,6 +70,9 @@ def test_a_command_is_a_lexicon_verb_where_a_verb_goes() -> None:
     # Commands of two words whose first is no verb.
     assert has_command("Cherry pick the fix onto staging.".split()) and has_command("Roll back the deploy.".split())
     assert not has_command("Cherry trees are nice.".split())
+    # The owner gives orders: "You run the failed job" is how "rerun…" was heard; "can you" keeps its command.
+    assert not has_command("You run the failed job on main.".split())
+    assert has_command("Can you rebase onto main?".split())
 
 
 def test_any_word_that_sounds_like_the_owners_is_weighed_without_a_logits_pass() -> None:
@@ -105,6 +108,8 @@ def test_an_opening_is_weighed_against_the_verb_it_sounds_like_however_unlikely_
     # "We run" sounds like rerun; run itself is weighed only when its first token is likely.
     rivals = candidates("We run the pipeline.", {}, nouns, first_gap_from({(0, "run"): -1.0}))  # type: ignore[arg-type]
     assert {"Rerun the pipeline.", "Run the pipeline."} <= {r.text for r in rivals}
+    rivals = candidates("You run the failed job.", {}, nouns, first_gap_from({}))  # type: ignore[arg-type]
+    assert "Rerun the failed job." in {r.text for r in rivals if r.head and r.span == 2}
 
 
 def test_a_slot_gets_the_vocabulary_words_whose_first_token_was_nearly_as_likely() -> None:
@@ -217,9 +222,9 @@ async def test_the_real_model_asks_about_a_command_it_heard_as_another_word(
     # "Fetch" explains the audio nearly as well, so the note waits with "fetch" offered first.
     note = voice_note("fetch origin and rebase on top of it")
     heard = await transcriber.transcribe(note.read_bytes(), hotwords=["backoff"], names=["backoff"])
-    assert heard.evidence is not None and heard.evidence.rivals == ()  # not weighed yet: the echo goes first
+    assert heard.evidence is None and heard.pending is not None  # not weighed yet: the echo goes first
     t = await transcriber.weigh(heard)
-    assert t.evidence is not None and t.rivals_pending is None
+    assert t.evidence is not None and t.pending is None
     assert await transcriber.weigh(t) is t  # weighed once
     if t.text.split()[0].strip(",.").lower() == "fetch":  # heard right: nothing is weighed against it
         assert not [r for r in t.evidence.rivals if r.head] and not [f for f in t.flags if f.index == 0]
