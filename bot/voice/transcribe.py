@@ -63,14 +63,14 @@ class Transcript:
     language: str
     duration_s: float
     snapped: Snapped | None = None
-    # What the decoder knew, and the deciding words it left in doubt (bot.voice.doubt); empty when not checked.
+    # What the decoder knew, and the deciding words it left in doubt (bot.voice.doubt); None and empty until
+    # Transcriber.weigh has checked them.
     evidence: Evidence | None = None
     flags: tuple[Flag, ...] = ()
-    # The rivals still to weigh (Transcriber.weigh), kept apart so the echo need not wait for them; it takes the
-    # transcript and the words that are no longer the owner's (``without``).
-    rivals_pending: Callable[[Transcript, frozenset[str]], Transcript] | None = field(
-        default=None, repr=False, compare=False
-    )
+    # The checks still to run (Transcriber.weigh: the words' probabilities, the rivals, the flags), kept apart so
+    # the echo need not wait for them; it takes the transcript and the words that are no longer the owner's
+    # (``without``).
+    pending: Callable[[Transcript, frozenset[str]], Transcript] | None = field(default=None, repr=False, compare=False)
     dropped: frozenset[str] = frozenset()
 
     @property
@@ -142,8 +142,8 @@ class Transcriber(ModelOwner):
     ``snap_margin``: how far (nats) below the transcript a command verb or name from the lexicon may score and
     still replace a word that sounds like it (bot.voice.snap); None turns snapping off. Snapping runs only
     when ``transcribe`` is given ``names``, on faster-whisper, for notes of one 30 s window.
-    ``doubt``: when a deciding word counts as unsure (bot.voice.doubt; ``Transcript.flags``), checked with
-    snapping; None turns flags off.
+    ``doubt``: when a deciding word counts as unsure (bot.voice.doubt; ``Transcript.flags``), checked by
+    ``weigh`` after the echo, on notes that were snapped; None turns flags off.
 
     Use as ``async with Transcriber() as t: await t.transcribe(path)``, or call ``aclose()``.
     """
@@ -296,40 +296,43 @@ class Transcriber(ModelOwner):
         snapped = snap(text, score, names, margin=self.snap_margin)
         if self.doubt is None:
             return Transcript(snapped.text, language, duration, snapped)
-        evidence = self._evidence(encoded, prompt, language, duration, snapped.text)
         doubt = self.doubt
-        flags = find_flags(snapped.text, evidence, names, snapped.considered, doubt)
-        if doubt.rival_gap < 0 and doubt.head_gap < 0:
-            return Transcript(snapped.text, language, duration, snapped, evidence, flags)
+        # This note's beams: the next note's decoding clears the list before this one may be checked.
+        results = list(self._model.model.results)
 
-        def rivals(t: Transcript, drop: frozenset[str]) -> Transcript:  # on the worker thread (Transcriber.weigh)
-            if t.evidence is None or t.snapped is None:
+        def checks(t: Transcript, drop: frozenset[str]) -> Transcript:  # on the worker thread (Transcriber.weigh)
+            if t.snapped is None:
                 return t
             owners = [n for n in names if n.lower() not in drop]
-            tokenizer = self._tokenizer(language)
-            start = self._start(tokenizer, prompt)
-            gaps = functools.partial(first_gaps, tokenizer, self._model.model.inner, encoded, start, t.text)
-            found = weigh_rivals(t.text, owners, gaps, score, [p for _, p in t.evidence.words])
-            weighed = dataclasses.replace(t.evidence, rivals=found)
-            flags = find_flags(t.text, weighed, owners, t.snapped.considered, doubt)
-            return dataclasses.replace(t, evidence=weighed, flags=flags, rivals_pending=None)
+            evidence = self._evidence(encoded, prompt, language, duration, t.text, results)
+            if doubt.rival_gap >= 0 or doubt.head_gap >= 0:
+                tokenizer = self._tokenizer(language)
+                start = self._start(tokenizer, prompt)
+                gaps = functools.partial(first_gaps, tokenizer, self._model.model.inner, encoded, start, t.text)
+                found = weigh_rivals(t.text, owners, gaps, score, [p for _, p in evidence.words])
+                evidence = dataclasses.replace(evidence, rivals=found)
+            flags = find_flags(t.text, evidence, owners, t.snapped.considered, doubt)
+            return dataclasses.replace(t, evidence=evidence, flags=flags, pending=None)
 
-        return Transcript(snapped.text, language, duration, snapped, evidence, flags, rivals)
+        return Transcript(snapped.text, language, duration, snapped, pending=checks)
 
     async def weigh(self, transcript: Transcript) -> Transcript:
-        """``transcript`` with its deciding words' rivals scored against the note's audio and its flags
-        decided again (bot.voice.rivals): a few decoder passes, so a caller may echo the text first."""
-        if transcript.rivals_pending is None:
+        """``transcript`` checked for doubt (bot.voice.doubt): its words' probabilities, its deciding words'
+        rivals scored against the note's audio (bot.voice.rivals), and the flags they make. A few decoder passes,
+        none of which the text needs, so a caller echoes the text first."""
+        if transcript.pending is None:
             return transcript
-        return await self._thread.run(transcript.rivals_pending, transcript, transcript.dropped)
+        return await self._thread.run(transcript.pending, transcript, transcript.dropped)
 
-    def _evidence(self, encoded: Any, prompt: str | None, language: str, duration: float, text: str) -> Evidence:
+    def _evidence(
+        self, encoded: Any, prompt: str | None, language: str, duration: float, text: str, results: Sequence[Any]
+    ) -> Evidence:
         """What the decoding knew of ``text``: its words' probabilities (forced passes), the other beams."""
 
         def force(texts: Sequence[str]) -> list[tuple[list[int], Any]]:
             return self._token_probs(encoded, prompt, language, duration, texts)
 
-        return gather(self._tokenizer(language), force, self._model.model.results, text)
+        return gather(self._tokenizer(language), force, results, text)
 
     def _start(self, tokenizer: Any, prompt: str | None) -> list[int]:
         """The decoder's start tokens for a note primed with ``prompt``, as its decoding had them."""
