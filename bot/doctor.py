@@ -9,58 +9,33 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import json
 import os
 import sqlite3
 import stat
 import sys
-import tomllib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import click
 
+from bot.doctor_agents import claude_login, claude_path, cli_version, codex_login, codex_path
+from bot.doctor_check import Check, fail
 from bot.migrations import MIGRATIONS as BOT_MIGRATIONS
 from bot.settings import BotSettings, ConfigError, find_dotenv
 from memory import MEMORY_RECOVER_WAY_OUT, config_path, read_config_toml
 from memory.storage import MIGRATIONS as MEMORY_MIGRATIONS
 from memory.storage import sqlite_fault
-from relay.login import CLAUDE_LOGIN_FIX, CODEX_LOGIN_FIX
 from relay.settings import RelaySettings
 
 __all__ = ["Check", "doctor_command", "format_checks", "run_doctor"]
 
-# Keeps a CLI's `--version` from phoning home or updating itself while the doctor looks at it.
-_QUIET_CLI_ENV = {
-    "DISABLE_AUTOUPDATER": "1",
-    "DISABLE_TELEMETRY": "1",
-    "DISABLE_ERROR_REPORTING": "1",
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-    warning: bool = False  # passed, but worth the owner's attention (printed with its fix)
-
-
 _TOKEN_FIX = "create a bot with @BotFather and set TELEGRAM_BOT_TOKEN"
-
-
-def _fail(name: str, detail: str, fix: str) -> Check:
-    return Check(name, False, detail, fix)
 
 
 async def _telegram(settings: BotSettings, timeout_s: float) -> Check:
     name = "telegram token"
     if not settings.token:
-        return _fail(name, "TELEGRAM_BOT_TOKEN is not set", _TOKEN_FIX)
+        return fail(name, "TELEGRAM_BOT_TOKEN is not set", _TOKEN_FIX)
     # Here, not at the top: every `macupos` command (and each import worker) loads this module.
     from telegram import Bot
     from telegram.error import InvalidToken, TelegramError
@@ -78,17 +53,17 @@ async def _telegram(settings: BotSettings, timeout_s: float) -> Check:
         async with asyncio.timeout(timeout_s), bot:  # initialize() is the getMe call
             me = bot.bot
     except InvalidToken:
-        return _fail(
+        return fail(
             name,
             f"getMe at {settings.api_url} answered 401 or 404: a rejected token, or no Bot API at that URL",
             "copy the token again from @BotFather (/token); check MACUPOS_TELEGRAM_API_URL if you set it",
         )
     except TimeoutError:
-        return _fail(name, f"no answer from {settings.api_url} within {timeout_s:g}s", _api_fix(settings))
+        return fail(name, f"no answer from {settings.api_url} within {timeout_s:g}s", _api_fix(settings))
     except TelegramError as exc:
         # An HTTP library's message may quote the URL, and the URL holds the token.
         message = exc.message.replace(settings.token, "<token>")
-        return _fail(name, f"getMe at {settings.api_url} failed: {message}", _api_fix(settings))
+        return fail(name, f"getMe at {settings.api_url} failed: {message}", _api_fix(settings))
     return Check(name, True, f"@{me.username} (id {me.id}) via {settings.api_url}")
 
 
@@ -99,7 +74,7 @@ def _relay_settings(settings: BotSettings) -> Check:
         RelaySettings.from_env(settings.agent_env, read_config_toml(config), memory=settings.memory)
     except ValueError as exc:
         fix = f"fix the MACUPOS_* relay variable or the [relay] table of {config} (docs/relay.md lists them)"
-        return _fail("relay settings", str(exc), fix)
+        return fail("relay settings", str(exc), fix)
     return Check("relay settings", True, f"[relay] of {config} and the environment")
 
 
@@ -109,7 +84,7 @@ def _api_fix(settings: BotSettings) -> str:
 
 def _allowlist(settings: BotSettings) -> Check:
     if not settings.allowed_users:
-        return _fail(
+        return fail(
             "allowlist",
             "MACUPOS_ALLOWED_USERS is empty: the bot will refuse to start",
             "set MACUPOS_ALLOWED_USERS to your numeric Telegram user id (@userinfobot tells you)",
@@ -121,127 +96,9 @@ def _allowlist(settings: BotSettings) -> Check:
 def _projects(settings: BotSettings) -> Check:
     missing = [f"{p.name}={p.path}" for p in settings.projects if not p.path.is_dir()]
     if missing:
-        return _fail("projects", f"not a folder: {', '.join(missing)}", "fix the paths in MACUPOS_PROJECTS")
+        return fail("projects", f"not a folder: {', '.join(missing)}", "fix the paths in MACUPOS_PROJECTS")
     names = ", ".join(p.name for p in settings.projects)
     return Check("projects", True, f"{names} (default: {settings.default_project.name})")
-
-
-async def _cli(name: str, path: Path | None, settings: BotSettings, fix: str) -> Check:
-    if path is None or not path.is_file():
-        return _fail(name, f"not found{f' at {path}' if path else ''}", fix)
-    if not os.access(path, os.X_OK):
-        return _fail(name, f"{path} is not executable", f"chmod +x {path}")
-    env = {**settings.agent_env, **_QUIET_CLI_ENV}
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            str(path), "--version", env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
-        )
-    except OSError as exc:
-        return _fail(name, f"{path} does not run: {exc.strerror or exc}", fix)
-    try:
-        async with asyncio.timeout(30):
-            out, _ = await proc.communicate()
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        return _fail(name, f"{path} --version hung", fix)
-    if proc.returncode != 0:
-        return _fail(name, f"{path} --version exited {proc.returncode}", fix)
-    return Check(name, True, f"{out.decode(errors='replace').strip()} at {path}")
-
-
-def _claude_path(settings: BotSettings) -> Path | None:
-    from relay.claude_options import claude_cli_path  # imported here: `macupos memory …` must not load the SDK
-
-    return claude_cli_path(settings.env)  # the one the relay's sessions run
-
-
-def _codex_path(settings: BotSettings) -> Path | None:
-    configured = settings.env.get("MACUPOS_CODEX_CLI")  # the one the relay's Codex turns run, as for Claude
-    if configured:
-        return Path(configured).expanduser()
-    try:
-        return Path(str(importlib.import_module("codex_cli_bin").bundled_codex_path()))
-    except (ImportError, FileNotFoundError):
-        return None
-
-
-def _json_file(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _key_set(name: str, env: Mapping[str, str], variables: Sequence[str]) -> Check | None:
-    """A pass for the first of ``variables`` set in ``env`` (a key or token the CLI reads first); None if none is."""
-    for var in variables:
-        if env.get(var):
-            return Check(name, True, f"{var} is set")
-    return None
-
-
-def _claude_login(settings: BotSettings) -> Check:
-    """The CLI's own order: an env key or token, a cloud provider, then the stored login of ``/login``."""
-    env = settings.env
-    name = "claude login"
-    if key := _key_set(name, env, ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")):
-        return key
-    for var in ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY"):
-        if env.get(var) not in (None, "", "0"):
-            return Check(name, True, f"{var}: cloud provider credentials are the provider's to check")
-    config_dir = Path(env["CLAUDE_CONFIG_DIR"]).expanduser() if env.get("CLAUDE_CONFIG_DIR") else None
-    base = config_dir or settings.memory.claude_config_dir
-    creds = _json_file(base / ".credentials.json")
-    oauth = creds.get("claudeAiOauth")
-    if isinstance(oauth, dict) and oauth.get("accessToken"):
-        return Check(name, True, f"logged in ({base / '.credentials.json'})")
-    user_home = Path(env.get("HOME") or Path.home())
-    for global_config in dict.fromkeys([(config_dir or user_home) / ".claude.json", user_home / ".claude.json"]):
-        data = _json_file(global_config)
-        if data.get("primaryApiKey"):
-            return Check(name, True, f"API key stored in {global_config}")
-        if data.get("oauthAccount"):
-            # On macOS the token itself is in the login keychain, which only the CLI can read.
-            return Check(name, True, f"account in {global_config} (token in the system keychain)")
-    if _json_file(base / "settings.json").get("apiKeyHelper"):
-        return Check(name, True, f"apiKeyHelper in {base / 'settings.json'}")
-    return _fail(
-        name,
-        f"no ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN or stored login under {base}",
-        CLAUDE_LOGIN_FIX,
-    )
-
-
-def _codex_login(settings: BotSettings) -> Check:
-    env = settings.env
-    home = settings.memory.codex_home
-    name = "codex login"
-    config: dict[str, Any] = {}
-    try:
-        with (home / "config.toml").open("rb") as fh:
-            config = tomllib.load(fh)
-    except FileNotFoundError:
-        pass
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        return _fail(name, f"cannot read {home / 'config.toml'}: {exc}", "fix the file's TOML syntax")
-    provider = str(config.get("model_provider") or "openai")
-    table = (config.get("model_providers") or {}).get(provider)
-    if isinstance(table, dict):
-        env_key = table.get("env_key")
-        if env_key:
-            if env.get(str(env_key)):
-                return Check(name, True, f"provider {provider!r}: {env_key} is set")
-            return _fail(name, f"provider {provider!r} wants {env_key}, which is not set", f"set {env_key}")
-        if table.get("requires_openai_auth") is not True:
-            return Check(name, True, f"provider {provider!r} needs no key")
-    auth = _json_file(home / "auth.json")
-    if auth.get("OPENAI_API_KEY") or auth.get("tokens"):
-        return Check(name, True, f"logged in ({home / 'auth.json'})")
-    return _key_set(name, env, ("CODEX_API_KEY", "OPENAI_API_KEY")) or _fail(
-        name, f"no {home / 'auth.json'} and no API key variable", CODEX_LOGIN_FIX
-    )
 
 
 def _load_whisper(settings: BotSettings) -> str:
@@ -273,11 +130,11 @@ async def _whisper(settings: BotSettings, timeout_s: float) -> Check:
         async with asyncio.timeout(timeout_s):
             loaded = await asyncio.to_thread(_load_whisper, settings)
     except TimeoutError:
-        return _fail(name, f"did not load within {timeout_s:g}s", "use a smaller model, or give it more memory")
+        return fail(name, f"did not load within {timeout_s:g}s", "use a smaller model, or give it more memory")
     except ImportError as exc:
-        return _fail(name, f"backend not installed: {exc}", fix)
+        return fail(name, f"backend not installed: {exc}", fix)
     except (OSError, RuntimeError, ValueError) as exc:  # HF lookups raise OSError; CTranslate2 RuntimeError
-        return _fail(name, f"{settings.whisper_model or 'tiny.en'}: {' '.join(str(exc).split())[:200]}", fix)
+        return fail(name, f"{settings.whisper_model or 'tiny.en'}: {' '.join(str(exc).split())[:200]}", fix)
     return Check(name, True, f"{loaded} loads")
 
 
@@ -302,15 +159,15 @@ def _database(label: str, path: Path, supported: int, thorough: bool) -> Check:
             conn.close()
     except sqlite3.DatabaseError as exc:
         fault = sqlite_fault(path, exc, corrupt_way_out=damaged_fix)
-        return _fail(name, f"{path}: {exc}", fault.way_out if fault is not None else damaged_fix)
+        return fail(name, f"{path}: {exc}", fault.way_out if fault is not None else damaged_fix)
     if version > supported:
-        return _fail(
+        return fail(
             name,
             f"{path} has schema {version}, newer than this Macupos ({supported})",
             "upgrade Macupos instead of downgrading the database",
         )
     if result != ["ok"]:
-        return _fail(
+        return fail(
             name,
             f"{path} integrity check: {'; '.join(result[:3])}",
             damaged_fix,
@@ -324,12 +181,12 @@ def _data_folder(home: Path) -> Check:
     if not home.exists():
         parent = next((p for p in home.parents if p.exists()), None)
         if parent is None or not os.access(parent, os.W_OK | os.X_OK):
-            return _fail(name, f"{home} does not exist and {parent} is not writable", f"mkdir -m 700 -p {home}")
+            return fail(name, f"{home} does not exist and {parent} is not writable", f"mkdir -m 700 -p {home}")
         return Check(name, True, f"{home} will be created")
     if not home.is_dir():
-        return _fail(name, f"{home} is not a folder", "point MACUPOS_HOME at a folder")
+        return fail(name, f"{home} is not a folder", "point MACUPOS_HOME at a folder")
     if not os.access(home, os.W_OK | os.X_OK):
-        return _fail(name, f"{home} is not writable by uid {os.getuid()}", f"chown -R $(id -u) {home}")
+        return fail(name, f"{home} is not writable by uid {os.getuid()}", f"chown -R $(id -u) {home}")
     mode = stat.S_IMODE(home.stat().st_mode)
     if mode & stat.S_IRWXO:
         detail = f"{home} is readable by other users (mode {mode:o}): it holds transcripts"
@@ -358,25 +215,25 @@ async def run_doctor(
     if telegram:
         jobs.append(_telegram(settings, timeout_s))
     elif not settings.token:  # quick mode calls no getMe, but a missing token still stops the bot
-        jobs.append(now(lambda: _fail("telegram token", "TELEGRAM_BOT_TOKEN is not set", _TOKEN_FIX)))
+        jobs.append(now(lambda: fail("telegram token", "TELEGRAM_BOT_TOKEN is not set", _TOKEN_FIX)))
     jobs.append(now(lambda: _allowlist(settings)))
     jobs.append(now(lambda: _projects(settings)))
     if clis:
         claude_fix = "reinstall: pip install -U claude-agent-sdk (it ships the CLI), or set MACUPOS_CLAUDE_CLI"
-        jobs.append(_cli("claude cli", _claude_path(settings), settings, claude_fix))
-    jobs.append(asyncio.to_thread(_claude_login, settings))
+        jobs.append(cli_version("claude cli", claude_path(settings), settings, claude_fix))
+    jobs.append(asyncio.to_thread(claude_login, settings))
     if clis:
         jobs.append(
-            _cli("codex cli", _codex_path(settings), settings, "reinstall: pip install -U openai-codex-cli-bin")
+            cli_version("codex cli", codex_path(settings), settings, "reinstall: pip install -U openai-codex-cli-bin")
         )
-    jobs.append(asyncio.to_thread(_codex_login, settings))
+    jobs.append(asyncio.to_thread(codex_login, settings))
     if whisper:
         jobs.append(_whisper(settings, whisper_timeout_s))
     jobs.append(asyncio.to_thread(_database, "memory.db", settings.memory.db_path, len(MEMORY_MIGRATIONS), thorough_db))
     jobs.append(asyncio.to_thread(_database, "bot.db", settings.db_path, len(BOT_MIGRATIONS), thorough_db))
     jobs.append(now(lambda: _data_folder(settings.home)))
     if settings.memory.remote:
-        from bot.doctor_memory import memory_service  # it imports Check from here
+        from bot.doctor_memory import memory_service  # imported here: only a remote memory needs its client
 
         jobs.append(memory_service(settings.memory, network=service, timeout_s=timeout_s))
     return list(await asyncio.gather(*jobs))

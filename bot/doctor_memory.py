@@ -6,7 +6,7 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
-from bot.doctor import Check
+from bot.doctor_check import Check
 from memory import MemorySettings
 from memory.remote import KEY_FIX, Outbox, RemoteMemoryError, ServiceClient, ServiceUnreachableError, Timeouts
 
