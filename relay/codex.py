@@ -32,22 +32,15 @@ from openai_codex import (
     TransportClosedError,
 )
 from openai_codex import CodexError as SdkCodexError
-from openai_codex.generated.v2_all import AgentMessageThreadItem, FileChangeThreadItem
-from openai_codex.models import (
-    ErrorNotification,
-    ItemCompletedNotification,
-    ItemStartedNotification,
-    ThreadTokenUsageUpdatedNotification,
-    TurnCompletedNotification,
-)
-from openai_codex.types import ReasoningEffort, TurnStatus
+from openai_codex.types import ReasoningEffort
 
 from relay.approvals import ApprovalHandler
 from relay.codex_approvals import ApprovalBridge, hook_approvals, open_asking_thread
 from relay.codex_prices import codex_cost
+from relay.codex_stream import collect
 from relay.errors import CodexError, RelayTimeoutError
 from relay.events import Usage
-from relay.login import codex_login_error, is_codex_unauthorized
+from relay.login import codex_login_error
 from relay.process import kill_marked
 from relay.stages import HIGHEST, STAGE_BRIEFS, StageConfig
 
@@ -85,17 +78,6 @@ def find_rollout(codex_home: Path, thread_id: str) -> Path | None:
     """``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<ts>-<thread_id>.jsonl``, newest first if several."""
     matches = sorted((codex_home / "sessions").glob(f"*/*/*/rollout-*-{thread_id}.jsonl"))
     return matches[-1] if matches else None
-
-
-@dataclass(slots=True)
-class _Collected:
-    answer: str = ""
-    status: str = "failed"
-    error: str = ""
-    unauthorized: bool = False  # the model API refused the login (see relay.login)
-    input_tokens: int = 0
-    cached_tokens: int = 0
-    output_tokens: int = 0
 
 
 class CodexEngine:
@@ -248,7 +230,7 @@ class CodexEngine:
                     sandbox=Sandbox(config.sandbox),
                 )
                 self._running[current] = handle
-                collected = await _collect(handle, self._bridge)
+                collected = await collect(handle, self._bridge)
         except asyncio.CancelledError:
             # The caller gave up (Claude abandoned the tool call, the session was interrupted): stop the turn
             # too, or the thread stays busy and a later codex_reply would join the abandoned turn. A request
@@ -366,40 +348,6 @@ class CodexEngine:
         await asyncio.to_thread(kill_marked, ENGINE_MARKER_VAR, self._marker)
 
 
-async def _collect(handle: AsyncTurnHandle, bridge: ApprovalBridge) -> _Collected:
-    collected = _Collected()
-    agent_texts: list[str] = []
-    async for event in handle.stream():
-        payload = event.payload
-        if isinstance(payload, ItemStartedNotification):
-            started = payload.item.root
-            if isinstance(started, FileChangeThreadItem):  # its approval request names only the item
-                changes = [(c.path, c.kind.root.type, c.diff) for c in started.changes]
-                bridge.file_change(payload.thread_id, started.id, changes)
-        elif isinstance(payload, ItemCompletedNotification):
-            item = payload.item.root
-            if isinstance(item, AgentMessageThreadItem):
-                agent_texts.append(item.text)
-        elif isinstance(payload, ThreadTokenUsageUpdatedNotification):
-            last = payload.token_usage.last  # one model response; summed over the turn
-            collected.input_tokens += last.input_tokens
-            collected.cached_tokens += last.cached_input_tokens
-            collected.output_tokens += last.output_tokens
-        elif isinstance(payload, ErrorNotification) and not payload.will_retry:
-            collected.error = _error_text(payload.error.message, payload.error.codex_error_info)
-            collected.unauthorized = is_codex_unauthorized(payload.error.codex_error_info)
-        elif isinstance(payload, TurnCompletedNotification):
-            turn = payload.turn
-            collected.status = {TurnStatus.completed: "completed", TurnStatus.interrupted: "interrupted"}.get(
-                turn.status, "failed"
-            )
-            if turn.error is not None and not collected.error:
-                collected.error = _error_text(turn.error.message, turn.error.codex_error_info)
-                collected.unauthorized = is_codex_unauthorized(turn.error.codex_error_info)
-    collected.answer = agent_texts[-1] if agent_texts else ""
-    return collected
-
-
 def _reasoning_effort(effort: str | None, stage: str) -> ReasoningEffort | None:
     if not effort:
         return None
@@ -410,11 +358,6 @@ def _reasoning_effort(effort: str | None, stage: str) -> ReasoningEffort | None:
         raise CodexError(
             f"unknown reasoning effort {effort!r} for stage {stage} (known: {known})", stage=stage
         ) from None
-
-
-def _error_text(message: str, info: object) -> str:
-    kind = getattr(getattr(info, "root", None), "value", None)
-    return f"{message} [{kind}]" if kind else message
 
 
 def _prompt(task: str, context: str) -> str:
