@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from bot.voice.doubt import DECIDING_NOUNS, Evidence, deciding_positions, word_of_token, word_probabilities
-from bot.voice.rivals import FirstGap, Rival, candidates, has_command, weighable
+from bot.voice.rivals import FirstGap, Rival, candidates, has_command, unknown_nouns, weighable
 from bot.voice.snap import DEV_VERBS
 
 __all__ = ["Beams", "first_gaps", "forced_steps", "gather", "weigh_rivals"]
@@ -118,9 +118,11 @@ def weigh_rivals(
     def vocabulary(kind: str) -> Sequence[str]:
         return (*DEV_VERBS, *names) if kind == "verb" else nouns
 
-    # The logits pass only when a slot or the opening is to be weighed; sound-alikes need none.
-    gaps = first_gap() if slots or not has_command(words) else _unlikely
-    picked = candidates(text, slots, vocabulary, gaps, (*names, *DECIDING_NOUNS))
+    unknown = [i for i in unknown_nouns(words, (*names, *DECIDING_NOUNS)) if i not in slots]
+    # The logits pass only when a slot, a word the vocabulary lacks or the opening is to be weighed; sound-alikes
+    # need none.
+    gaps = first_gap() if slots or unknown or not has_command(words) else _unlikely
+    picked = candidates(text, slots, vocabulary, gaps, (*names, *DECIDING_NOUNS), unknown)
     if not picked:
         return ()
     base, *scores = score([text, *(r.text for r in picked)])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.voice.doubt import Evidence, find_flags, substitute
-from bot.voice.rivals import MAX_PER_NOTE, Rival, candidates, has_command, same_word, sound_of
+from bot.voice.rivals import MAX_PER_NOTE, Rival, candidates, has_command, same_word, sound_of, unknown_nouns
 from bot.voice.snap import DEV_VERBS
 from bot.voice.transcribe import Transcriber
 from tests.bot.conftest import VoiceNote
@@ -121,6 +121,37 @@ def test_a_slot_gets_the_vocabulary_words_whose_first_token_was_nearly_as_likely
         (2, "pull", "Close the pull request."),
         (2, "pytest", "Close the pytest request."),
     ]
+
+
+def test_a_word_the_vocabulary_lacks_where_a_noun_goes_is_weighed_like_a_deciding_one() -> None:
+    owners = ("readme", "conflicts", "commits", "Eywa", "merge")
+    # After an article or adjective, a preposition, or one of the owner's nouns; not the owner's own words,
+    # not the command verbs, not across a clause's end.
+    assert unknown_nouns("Resolve the conflicts in the reading.".split(), owners) == [5]
+    assert unknown_nouns("Resolve the merge complex in Eywa.".split(), owners) == [3]
+    assert unknown_nouns("Show me the log of the last five minutes.".split(), owners) == [8]  # "log" is a verb
+    assert unknown_nouns("Run the tests, quickly.".split(), owners) == [2]
+    assert unknown_nouns("Push it. Reading is fun.".split(), owners) == []
+
+    def vocabulary(kind: str) -> Sequence[str]:
+        return owners
+
+    text = "Resolve the conflicts in the reading."
+    gap = first_gap_from({(5, "readme"): -1.0, (5, "eywa"): -2.5, (5, "commits"): -2.8})
+    rivals = candidates(text, {}, vocabulary, gap, unknown=[5])  # type: ignore[arg-type]
+    assert [(r.index, r.word, r.text) for r in rivals] == [
+        (5, "readme", "Resolve the conflicts in the readme."),
+        (5, "Eywa", "Resolve the conflicts in the Eywa."),
+    ]
+    # Beyond the note's share of passes, and at most four of their own.
+    table = {(i, w.lower()): -0.5 for i in range(20) for w in (*DEV_VERBS, *owners, "pull", "stash")}
+    text = "Hold the poll request on the branch of the old pack for my last tester and the fiddle."
+    slots = {2: "noun", 3: "noun", 6: "noun"}
+    unknown = unknown_nouns(text.split(), owners)
+    assert [i for i in unknown if i not in slots] == [10, 14, 17]  # two likeliest nouns each: six rivals
+    rivals = candidates(text, slots, vocabulary, first_gap_from(table), unknown=unknown)  # type: ignore[arg-type]
+    assert len(rivals) == MAX_PER_NOTE + 4
+    assert all(r.index in (10, 14, 17) for r in rivals[MAX_PER_NOTE:])
 
 
 def test_a_sentence_without_a_command_weighs_verbs_for_its_opening_words() -> None:
