@@ -8,9 +8,10 @@ does), the vocabulary words the decoder found likeliest at that very token (one 
 logits) are put in its place and the sentence is scored again (one forced pass each). A sentence that does
 not open with a command verb ("And a retry…", "That's origin and rebase…") has its opening words weighed
 against the command verbs the same way, and against the verb it sounds like ("And do the last commit" → undo,
-"We run" or "You run" → rerun): a verb the audio supports nearly as well means the action itself was probably misheard.
-Any word that sounds like one of the owner's ("the last dash" → stash) is weighed too, and so are two words
-that run together sound like one ("the back of timer" → backoff; an acronym by its letters: "the eye" → CI).
+"We run" or "You run" → rerun): a verb the audio supports nearly as well means the action itself was probably
+misheard. Any word that sounds like one of the owner's ("the last dash" → stash) is weighed too, and so are two
+words that run together sound like one ("the back of timer" → backoff; an acronym by its letters: "the eye" →
+CI), and a word none of the owner's where a noun goes ("the conflicts in the reading" → readme).
 
 A rival within a few nats of what was heard is a doubt (bot.voice.doubt flags the word and offers the rival
 first); it never replaces the word: only the owner does. The limits keep a note's extra passes few
