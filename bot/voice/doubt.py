@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.voice.rivals import Rival, likeness, same_word
+from bot.voice.rivals import Rival, likeness, same_word, unknown_nouns
 from bot.voice.snap import DEV_VERBS, Scored, edit_distance, key_distance, phonetic_key, sounds_like, verb_positions
 
 __all__ = [
@@ -93,6 +93,11 @@ class Thresholds:
     # taps, both on a real mishearing ("a dock string", "the back of policy"), and none on the remarks.
     alike_gap: float = 5.0
     homophone_gap: float = 8.0
+    # A rival of a word the owner's vocabulary lacks where a noun goes (bot.voice.rivals.unknown_nouns: "the
+    # reading" → readme) is a doubt within ``unknown_gap``: with one project name for priming readme scored
+    # −4.5, with twenty owner words −2.9. At 5 the 2,088 bench notes gained one catch and no needless tap
+    # (docs/benchmarks.md, "Voice: a fourth round").
+    unknown_gap: float = 5.0
     # A word snapping replaced by one the audio preferred by at least this many nats is taken without asking
     # (inf: a snapped word is always flagged). At 0 the tuning sets lost no catch and 0–2 needless taps a set.
     snap_sure: float = 0.0
@@ -227,6 +232,7 @@ def find_flags(
     # A word a rival was scored for is weighed as a deciding one ("the last dash" when "stash" sounds like it).
     positions = {r.index: "noun" for r in evidence.rivals if not r.head and r.index < len(words)}
     positions.update(deciding_positions(words, names, thresholds.objects))
+    unknown = set(unknown_nouns(words, (*names, *DECIDING_NOUNS)))
     for i, kind in sorted(positions.items()):
         heard = bare(words[i])
         reasons: list[str] = []
@@ -240,7 +246,8 @@ def find_flags(
             if kind == "verb" or thresholds.alone == float("inf") or (near and max(near) >= -thresholds.alone):
                 reasons.append(f"p={p:.2f}")
         for r in evidence.rivals:
-            if r.index == i and r.span == 1 and not r.head and r.gap >= -_gap_for(heard, r.word, thresholds):
+            reach = max(_gap_for(heard, r.word, thresholds), thresholds.unknown_gap if i in unknown else 0.0)
+            if r.index == i and r.span == 1 and not r.head and r.gap >= -reach:
                 reasons.append(f"rival {r.word} ({r.gap:.1f})")
                 ranked.append((-1.0 - r.gap / 100, r.word))  # the audio's own choice goes first
         beam_words: list[str] = []

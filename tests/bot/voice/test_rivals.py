@@ -154,6 +154,18 @@ def test_a_word_the_vocabulary_lacks_where_a_noun_goes_is_weighed_like_a_decidin
     assert all(r.index in (10, 14, 17) for r in rivals[MAX_PER_NOTE:])
 
 
+def test_a_rival_of_a_word_the_vocabulary_lacks_may_score_five_nats_below() -> None:
+    # With little priming (one project name) readme scored 4.5 nats below "the reading" on the real model.
+    text = "Resolve the conflicts in the reading."
+    near = Rival(5, 1, "readme", "Resolve the conflicts in the readme.", gap=-4.5)
+    [flag] = find_flags(text, weighed(text, near), ["Eywa"])
+    assert (flag.heard, flag.alternatives[0]) == ("reading", "readme")
+    assert find_flags(text, weighed(text, Rival(5, 1, "readme", near.text, gap=-5.5)), ["Eywa"]) == ()
+    # Where a noun does not go, an ordinary rival keeps its 3 nats.
+    text = "Hold the latest changes."
+    assert find_flags(text, weighed(text, Rival(0, 1, "pull", "Pull the latest changes.", gap=-4.5))) == ()
+
+
 def test_a_sentence_without_a_command_weighs_verbs_for_its_opening_words() -> None:
     text = "And then the last commit."
     gap = first_gap_from({(0, "amend"): -0.5, (0, "add"): -1.0, (0, "undo"): -2.0})
