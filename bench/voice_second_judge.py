@@ -214,7 +214,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 notes.append(note)
     if args.spare:
         sure = [float(x) for x in args.sure.split(",")]
-        return {"sure": sure, "spared": spared(notes, sure), "cost": cost(notes), "notes": notes}
+        return {"sure": sure, "groups": spared(notes, sure), "cost": cost(notes), "notes": notes}
     return {"reach": reach, "groups": groups(notes, reach), "cost": cost(notes), "notes": notes}
 
 
@@ -271,47 +271,37 @@ def _share(a: int, n: int) -> str:
     return f"{a / n:.1%}" if n else "-"
 
 
-def spare_table(results: dict[str, Any]) -> str:
+def _table(results: dict[str, Any], head: str, settings: str, changes: tuple[str, str], sign: int) -> str:
+    """One row per voice group and setting: the notes the rule moves into (``sign`` 1) or out of (-1) right or
+    flagged (``changes[0]``) and flagged although right (``changes[1]``)."""
     lines = [
-        "| voices | n | judge sure at | spared (right, no longer wait) | lost (wrong, no longer wait) | "
-        "right or flagged: today → sparing | flagged although right: today → sparing |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for label, c in results["spared"].items():
-        n = c["n"]
-        for x in results["sure"]:
-            kept, lost = c.get(f"spared {x:g}", 0), c.get(f"lost {x:g}", 0)
-            lines.append(
-                f"| {label} | {n} | {x:g} | {kept} | {lost} | {_share(c['rof'], n)} → {_share(c['rof'] - lost, n)} | "
-                f"{_share(c['far'], n)} → {_share(c['far'] - kept, n)} |"
-            )
-    return "\n".join(lines)
-
-
-def table(results: dict[str, Any]) -> str:
-    if "spared" in results:
-        return spare_table(results) + _cost_line(results)
-    lines = [
-        "| voices | n | reach B | caught | needless | right or flagged: today → with the judge | "
-        "flagged although right: today → with the judge |",
+        f"| voices | n | {head} | right or flagged: today → with the rule | "
+        "flagged although right: today → with the rule |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for label, c in results["groups"].items():
         n = c["n"]
-        for b in results["reach"]:
-            caught, needless = c.get(f"caught {b:g}", 0), c.get(f"needless {b:g}", 0)
+        for x in results[settings]:
+            a, b = (c.get(f"{key} {x:g}", 0) for key in changes)
             lines.append(
-                f"| {label} | {n} | {b:g} | {caught} | {needless} | {_share(c['rof'], n)} → "
-                f"{_share(c['rof'] + caught, n)} | {_share(c['far'], n)} → {_share(c['far'] + needless, n)} |"
+                f"| {label} | {n} | {x:g} | {a} | {b} | {_share(c['rof'], n)} → {_share(c['rof'] + sign * a, n)} | "
+                f"{_share(c['far'], n)} → {_share(c['far'] + sign * b, n)} |"
             )
     return "\n".join(lines) + _cost_line(results)
+
+
+def table(results: dict[str, Any]) -> str:
+    if "sure" in results:
+        head = "judge sure at | lost (wrong, no longer wait) | spared (right, no longer wait)"
+        return _table(results, head, "sure", ("lost", "spared"), -1)
+    return _table(results, "reach B | caught | needless", "reach", ("caught", "needless"), 1)
 
 
 def _cost_line(results: dict[str, Any]) -> str:
     k = results["cost"]
     if not k["notes"]:
         return ""
-    if "spared" in results:
+    if "sure" in results:
         return f"\n\nJudged {k['notes']} notes: encoding and scoring the transcript p50 {k['encode_p50_s']} s"
     return (
         f"\n\nJudged {k['notes']} notes: encoding p50 {k['encode_p50_s']} s, scoring {k['rivals_p50']:g} "
