@@ -42,6 +42,7 @@ import statistics
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -214,11 +215,29 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 notes.append(note)
     if args.spare:
         sure = [float(x) for x in args.sure.split(",")]
-        return {"sure": sure, "groups": spared(notes, sure), "cost": cost(notes), "notes": notes}
-    return {"reach": reach, "groups": groups(notes, reach), "cost": cost(notes), "notes": notes}
+        return {"sure": sure, "groups": groups(notes, sure, spared), "cost": cost(notes), "notes": notes}
+    return {"reach": reach, "groups": groups(notes, reach, rescored), "cost": cost(notes), "notes": notes}
 
 
-def spared(notes: list[dict[str, Any]], sure: list[float]) -> dict[str, dict[str, Any]]:
+def spared(note: dict[str, Any], sure: float) -> str:
+    """ "lost" or "spared" when every flag of ``note`` is a low probability the judge is ``sure`` of, else ""."""
+    if "flags" not in note or any(f["judge_p"] is None or f["judge_p"] < sure for f in note["flags"]):
+        return ""
+    return "spared" if note["right"] else "lost"
+
+
+def rescored(note: dict[str, Any], reach: float) -> str:
+    """ "caught" or "needless" when a rival of ``note`` scores within ``reach`` nats under the judge, else ""."""
+    if not any(r["judge_gap"] >= -reach for r in note["rivals"]):
+        return ""
+    return "needless" if note["right"] else "caught"
+
+
+def groups(
+    notes: list[dict[str, Any]], settings: list[float], rule: Callable[[dict[str, Any], float], str]
+) -> dict[str, dict[str, Any]]:
+    """Per voice group: its notes, today's right-or-flagged and flagged-although-right, and per setting how many
+    notes ``rule`` moves and which way."""
     out: dict[str, dict[str, Any]] = {}
     for label, holds in GROUPS.items():
         mine = [n for n in notes if holds(n["voice"])]
@@ -228,29 +247,9 @@ def spared(notes: list[dict[str, Any]], sure: list[float]) -> dict[str, dict[str
         for n in mine:
             c["rof"] += n["right"] or n["flagged"]
             c["far"] += n["right"] and n["flagged"]
-            for x in sure:
-                kept = [f for f in n.get("flags", ()) if f["judge_p"] is None or f["judge_p"] < x]
-                if "flags" in n and not kept:
-                    c[f"spared {x:g}"] += n["right"]
-                    c[f"lost {x:g}"] += not n["right"]
-        out[label] = dict(c)
-    return out
-
-
-def groups(notes: list[dict[str, Any]], reach: list[float]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for label, holds in GROUPS.items():
-        mine = [n for n in notes if holds(n["voice"])]
-        if not mine:
-            continue
-        c: Counter[str] = Counter(n=len(mine))
-        for n in mine:
-            c["rof"] += n["right"] or n["flagged"]
-            c["far"] += n["right"] and n["flagged"]
-            for b in reach:
-                judged = any(r["judge_gap"] >= -b for r in n["rivals"])
-                c[f"caught {b:g}"] += judged and not n["right"]
-                c[f"needless {b:g}"] += judged and n["right"]
+            for x in settings:
+                if moved := rule(n, x):
+                    c[f"{moved} {x:g}"] += 1
         out[label] = dict(c)
     return out
 
