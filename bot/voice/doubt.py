@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.voice.rivals import Rival, likeness, same_word, unknown_nouns
+from bot.voice.rivals import ARTICLES, Rival, likeness, same_word
 from bot.voice.snap import DEV_VERBS, Scored, edit_distance, key_distance, phonetic_key, sounds_like, verb_positions
 
 __all__ = [
@@ -52,7 +52,6 @@ DECIDING_NOUNS: tuple[str, ...] = tuple(
     "pull request requests merge rebase tests test linter pytest mypy ruff ci pipeline job build deploy "
     "changes migration schema readme docstring diff conflict conflicts image container service".split()
 )
-_ARTICLES = frozenset("the a an my our this that these those all me".split())
 _BARE = re.compile(r"^[^A-Za-z0-9]*(.*?)[^A-Za-z0-9]*$")
 _FILE = re.compile(r"[A-Za-z0-9_]\.[A-Za-z]{1,5}$")
 _MAX_ALTERNATIVES = 3
@@ -93,7 +92,7 @@ class Thresholds:
     # taps, both on a real mishearing ("a dock string", "the back of policy"), and none on the remarks.
     alike_gap: float = 5.0
     homophone_gap: float = 8.0
-    # A rival of a word the owner's vocabulary lacks where a noun goes (bot.voice.rivals.unknown_nouns: "the
+    # A rival weighed for a word the owner's vocabulary lacks where a noun goes (Rival.unknown: "the
     # reading" → readme) is a doubt within ``unknown_gap``: with one project name for priming readme scored
     # −4.5, with twenty owner words −2.9. At 5 the 2,088 bench notes gained one catch and no needless tap
     # (docs/benchmarks.md, "Voice: a fourth round").
@@ -190,7 +189,7 @@ def deciding_positions(words: Sequence[str], names: Sequence[str] = (), objects:
     if objects:
         for v in verbs:
             j = v + 1
-            while j < len(words) and bare(words[j]).lower() in _ARTICLES:
+            while j < len(words) and bare(words[j]).lower() in ARTICLES:
                 j += 1
             if j < len(words) and j not in out and not re.search(r"[.!?;:,]$", words[v]):
                 out[j] = "object"
@@ -232,7 +231,6 @@ def find_flags(
     # A word a rival was scored for is weighed as a deciding one ("the last dash" when "stash" sounds like it).
     positions = {r.index: "noun" for r in evidence.rivals if not r.head and r.index < len(words)}
     positions.update(deciding_positions(words, names, thresholds.objects))
-    unknown = set(unknown_nouns(words, (*names, *DECIDING_NOUNS)))
     for i, kind in sorted(positions.items()):
         heard = bare(words[i])
         reasons: list[str] = []
@@ -246,8 +244,7 @@ def find_flags(
             if kind == "verb" or thresholds.alone == float("inf") or (near and max(near) >= -thresholds.alone):
                 reasons.append(f"p={p:.2f}")
         for r in evidence.rivals:
-            reach = max(_gap_for(heard, r.word, thresholds), thresholds.unknown_gap if i in unknown else 0.0)
-            if r.index == i and r.span == 1 and not r.head and r.gap >= -reach:
+            if r.index == i and r.span == 1 and not r.head and r.gap >= -_gap_for(heard, r, thresholds):
                 reasons.append(f"rival {r.word} ({r.gap:.1f})")
                 ranked.append((-1.0 - r.gap / 100, r.word))  # the audio's own choice goes first
         beam_words: list[str] = []
@@ -296,10 +293,11 @@ def find_flags(
     return _with_head(words, flags, evidence.rivals, thresholds.head_gap)
 
 
-def _gap_for(heard: str, word: str, thresholds: Thresholds) -> float:
-    """How far below what was heard a rival may score and still be a doubt: further when it sounds alike."""
-    reach = (thresholds.rival_gap, thresholds.alike_gap, thresholds.homophone_gap)[likeness(heard, word)]
-    return max(thresholds.rival_gap, reach)
+def _gap_for(heard: str, rival: Rival, thresholds: Thresholds) -> float:
+    """How far below what was heard a rival may score and still be a doubt: further when it sounds alike, or
+    when it stands for a word the owner's vocabulary lacks."""
+    reach = (thresholds.rival_gap, thresholds.alike_gap, thresholds.homophone_gap)[likeness(heard, rival.word)]
+    return max(thresholds.rival_gap, reach, thresholds.unknown_gap if rival.unknown else 0.0)
 
 
 def _another_word(heard: str, alternatives: Sequence[str], owners: set[str]) -> bool:
@@ -315,7 +313,7 @@ def _with_pairs(words: Sequence[str], flags: list[Flag], rivals: Sequence[Rival]
 
     def near(r: Rival) -> bool:
         said = "".join(bare(w) for w in words[r.index : r.index + r.span])
-        return r.gap >= -_gap_for(said, r.word, thresholds)
+        return r.gap >= -_gap_for(said, r, thresholds)
 
     pairs = sorted((r for r in rivals if not r.head and r.span > 1 and near(r)), key=lambda r: -r.gap)
     for r in pairs:

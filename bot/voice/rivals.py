@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from bot.voice.snap import DEV_VERBS, key_distance, phonetic_key, sounds_like, verb_positions
 
 __all__ = [
+    "ARTICLES",
     "MAX_PER_NOTE",
     "WEIGH_BELOW",
     "Rival",
@@ -56,6 +57,8 @@ _VERBS = frozenset(DEV_VERBS)
 # Commands of two words whose first is no verb of the lexicon ("Cherry pick the fix", "Roll back the deploy").
 _TWO_WORD_COMMANDS = frozenset({("cherry", "pick"), ("roll", "back"), ("roll", "out")})
 _MIN_LETTERS = 3  # "a", "is", "on": too short to tell apart by sound
+# The words that may stand between a verb and what it acts on ("push the branch", "stash all my changes").
+ARTICLES = frozenset("the a an my our this that these those all me".split())
 # The owner gives orders; a sentence opening "You run…" is what tiny.en makes of "rerun…" ("can you rebase"
 # keeps its command: "you" opens it only after "can"). All 8 of 2,088 bench transcripts that open with "You"
 # were misheard (docs/benchmarks.md, "Voice: a fourth round").
@@ -64,10 +67,9 @@ _YOU = "you"
 # owner's vocabulary does not have may be a deciding noun misheard ("the reading" → readme, "the last five
 # minutes" → commits, "the old pack" → tag). Such a word is weighed like a deciding one, beyond MAX_PER_NOTE but
 # at most _MAX_UNKNOWN passes a note (the 2,088 bench notes needed at most 4; docs/benchmarks.md, "a fourth round").
-_BEFORE_NOUN = frozenset(
-    "the a an my our this that these those all me last latest old open failed failing whole stale first new next "
-    "previous current every its their your other two three four five six seven ten "
-    "in for on to from into against of with about onto".split()
+_BEFORE_NOUN = ARTICLES | frozenset(
+    "last latest old open failed failing whole stale first new next previous current every its their your other "
+    "two three four five six seven ten in for on to from into against of with about onto".split()
 )
 _NOT_NOUNS = frozenset("it is are was be and or but not now then so please just me you we i".split())
 _MAX_UNKNOWN = 4
@@ -96,6 +98,7 @@ class Rival:
     text: str
     gap: float = 0.0
     head: bool = False  # a command verb weighed against the opening of a sentence that does not open with one
+    unknown: bool = False  # weighed for a word the owner's vocabulary lacks, where a noun goes (unknown_nouns)
 
 
 def _bare(token: str) -> str:
@@ -297,7 +300,7 @@ def candidates(
     for i in sorted(set(unknown) - set(slots)):
         for gap, w in _likeliest(i, _bare(words[i]), vocabulary("noun"), first_gap, _PER_SLOT):
             if gap >= -_FIRST_GAP:
-                nouns.append((gap, Rival(i, 1, w, _replace(words, i, 1, w))))
+                nouns.append((gap, Rival(i, 1, w, _replace(words, i, 1, w), unknown=True)))
     return [*out, *_best(nouns, {r.text for r in out}, _MAX_UNKNOWN)]
 
 

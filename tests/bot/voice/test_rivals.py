@@ -151,17 +151,19 @@ def test_a_word_the_vocabulary_lacks_where_a_noun_goes_is_weighed_like_a_decidin
     assert [i for i in unknown if i not in slots] == [10, 14, 17]  # two likeliest nouns each: six rivals
     rivals = candidates(text, slots, vocabulary, first_gap_from(table), unknown=unknown)  # type: ignore[arg-type]
     assert len(rivals) == MAX_PER_NOTE + 4
-    assert all(r.index in (10, 14, 17) for r in rivals[MAX_PER_NOTE:])
+    assert all(r.index in (10, 14, 17) and r.unknown for r in rivals[MAX_PER_NOTE:])
+    assert not any(r.unknown for r in rivals[:MAX_PER_NOTE])
 
 
 def test_a_rival_of_a_word_the_vocabulary_lacks_may_score_five_nats_below() -> None:
     # With little priming (one project name) readme scored 4.5 nats below "the reading" on the real model.
     text = "Resolve the conflicts in the reading."
-    near = Rival(5, 1, "readme", "Resolve the conflicts in the readme.", gap=-4.5)
+    near = Rival(5, 1, "readme", "Resolve the conflicts in the readme.", gap=-4.5, unknown=True)
     [flag] = find_flags(text, weighed(text, near), ["Eywa"])
     assert (flag.heard, flag.alternatives[0]) == ("reading", "readme")
-    assert find_flags(text, weighed(text, Rival(5, 1, "readme", near.text, gap=-5.5)), ["Eywa"]) == ()
-    # Where a noun does not go, an ordinary rival keeps its 3 nats.
+    assert find_flags(text, weighed(text, Rival(5, 1, "readme", near.text, gap=-5.5, unknown=True)), ["Eywa"]) == ()
+    # Any other rival keeps its 3 nats, in the same place or elsewhere.
+    assert find_flags(text, weighed(text, Rival(5, 1, "readme", near.text, gap=-4.5)), ["Eywa"]) == ()
     text = "Hold the latest changes."
     assert find_flags(text, weighed(text, Rival(0, 1, "pull", "Pull the latest changes.", gap=-4.5))) == ()
 
