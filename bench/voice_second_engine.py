@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import functools
 import hashlib
 import json
 import pickle
@@ -38,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +64,45 @@ GROUPS = {  # label → which voices of bench.voice_wer it holds
 
 
 class _Dump(pickle.Unpickler):
-    """A ``--dump`` pickle: voice_wer runs as ``__main__``, so its sentences are pickled as ``__main__.Sentence``."""
+    """A ``--dump`` pickle: voice_wer runs as ``__main__``, so its sentences are pickled as ``__main__.Sentence``.
+    A dump made before a dataclass gained a field (``Rival.unknown``) reads with that field at its default."""
 
     def find_class(self, module: str, name: str) -> Any:
-        return super().find_class("bench.voice_wer" if module == "__main__" else module, name)
+        cls = super().find_class("bench.voice_wer" if module == "__main__" else module, name)
+        return _padded(cls) if dataclasses.is_dataclass(cls) and hasattr(cls, "__slots__") else cls
+
+
+@functools.cache
+def _padded(cls: type) -> type:
+    """``cls`` reading a slotted dataclass's pickled state that lacks its newest fields: they take their defaults."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+
+    def setstate(self: Any, state: list[Any]) -> None:
+        for name, value in zip(names, [*state, *(defaults[n] for n in names[len(state) :])], strict=True):
+            object.__setattr__(self, name, value)
+
+    return type(cls.__name__, (cls,), {"__slots__": (), "__setstate__": setstate})
+
+
+def add_dump_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--dump`` (repeatable) and ``--cache``: the transcripts of a voice_wer run and the clips it used."""
+    parser.add_argument(
+        "--dump", type=Path, action="append", required=True, help="a pickle of bench.voice_wer --doubt --dump"
+    )
+    parser.add_argument("--cache", type=Path, required=True, help="the clip cache that voice_wer run used")
+
+
+def columns(dumps: list[Path]) -> Iterator[tuple[str, str, list[Sentence], list[Transcript]]]:
+    """Each set and voice of ``dumps`` once (the first dump holding it wins): name, voice, sentences, transcripts."""
+    seen: set[tuple[str, str]] = set()
+    for dump in dumps:
+        with dump.open("rb") as fh:
+            transcripts = _Dump(fh).load()
+        for (_, name, voice), (sentences, heard) in transcripts.items():
+            if (name, voice) not in seen:
+                seen.add((name, voice))
+                yield name, voice, sentences, heard
 
 
 def has(word: str, text: str) -> bool:
@@ -158,21 +196,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     # (set, voice) → sentences, whisper's transcripts and the clip ids; the first dump wins on a repeat.
     rows: dict[tuple[str, str], tuple[list[Sentence], list[Transcript], list[str]]] = {}
     clips: dict[str, np.ndarray] = {}
-    for dump in args.dump:
-        with dump.open("rb") as fh:
-            transcripts = _Dump(fh).load()
-        for (setting, name, voice), (sentences, heard) in transcripts.items():
-            if (name, voice) in rows:
-                continue
-            sentences, heard = sentences[: args.limit or None], heard[: args.limit or None]
-            print(f"{setting}: {name} {voice} ({len(sentences)})", file=sys.stderr, flush=True)
-            # The clips the dump was made from: with the same cache they are read back, not made anew.
-            oggs = asyncio.run(make_clips(sentences, [voice], args.cache))[voice]
-            ids = [hashlib.sha1(ogg).hexdigest()[:16] for ogg in oggs]
-            for cid, ogg in zip(ids, oggs, strict=True):
-                if cid not in clips:
-                    clips[cid] = decode_samples(ogg, rate=RATE)
-            rows[(name, voice)] = (sentences, heard, ids)
+    for name, voice, every_sentence, every_heard in columns(args.dump):
+        sentences, heard = every_sentence[: args.limit or None], every_heard[: args.limit or None]
+        print(f"{name} {voice} ({len(sentences)})", file=sys.stderr, flush=True)
+        # The clips the dump was made from: with the same cache they are read back, not made anew.
+        oggs = asyncio.run(make_clips(sentences, [voice], args.cache))[voice]
+        ids = [hashlib.sha1(ogg).hexdigest()[:16] for ogg in oggs]
+        for cid, ogg in zip(ids, oggs, strict=True):
+            if cid not in clips:
+                clips[cid] = decode_samples(ogg, rate=RATE)
+        rows[(name, voice)] = (sentences, heard, ids)
     if args.latency10:
         clean = [cid for (_, voice), (_, _, ids) in rows.items() if "+snr" not in voice for cid in ids]
         long = ten_second_clips([clips[cid] for cid in dict.fromkeys(clean)], args.latency10)
@@ -238,10 +271,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description="Moonshine base-en's disagreement with tiny.en as a flag on deciding words (see the module doc)."
     )
-    parser.add_argument(
-        "--dump", type=Path, action="append", required=True, help="a pickle of bench.voice_wer --doubt --dump"
-    )
-    parser.add_argument("--cache", type=Path, required=True, help="the clip cache that voice_wer run used")
+    add_dump_arguments(parser)
     parser.add_argument(
         "--engine-python", required=True, help="python of a virtualenv with moonshine-cpp and numpy installed"
     )

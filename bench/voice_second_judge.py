@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.voice_second_engine import GROUPS, _Dump, flagged
+from bench.voice_second_engine import GROUPS, add_dump_arguments, columns, flagged
 from bench.voice_wer import HOTWORDS, Sentence, decisive_right, make_clips
 from bot.voice.audio import decode_samples
 from bot.voice.doubt import Flag, Thresholds, bare, find_flags, word_probabilities
@@ -155,68 +155,65 @@ def _changed(a: str, b: str) -> list[int]:
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     judge = Judge(default_model_path() if str(args.model) == "tiny.en" else args.model, args.threads)
-    reach = [float(b) for b in args.reach.split(",")]
     notes: list[dict[str, Any]] = []
-    seen: set[tuple[str, str]] = set()
-    for dump in args.dump:
-        with dump.open("rb") as fh:
-            transcripts: dict[Any, tuple[list[Sentence], list[Transcript]]] = _Dump(fh).load()
-        for (_, name, voice), (sentences, heard) in transcripts.items():
-            if (name, voice) in seen:
-                continue
-            seen.add((name, voice))
-            todo = [
-                i
-                for i, (s, t) in enumerate(zip(sentences, heard, strict=True))
-                if (
-                    any(low_probability_only(f) for f in flags_of(t))
-                    if args.spare
-                    else sentences_for(t, args.number) and not flagged(s, t)
-                )
-            ]
-            print(f"{name} {voice}: {len(todo)} of {len(sentences)} notes to judge", file=sys.stderr, flush=True)
-            # The clips the dump was made from: with the same cache they are read back, not made anew.
-            oggs = asyncio.run(make_clips([sentences[i] for i in todo], [voice], args.cache))[voice] if todo else []
-            judged = dict(zip(todo, oggs, strict=True))
-            for i, (s, t) in enumerate(zip(sentences, heard, strict=True)):
-                note: dict[str, Any] = {
-                    "set": name,
-                    "voice": voice,
-                    "reference": s.reference,
-                    "text": t.text,
-                    "right": decisive_right(s, t.text),
-                    "flagged": flagged(s, t),
-                    "rivals": [],
-                }
-                if i in judged and args.spare:
-                    samples = decode_samples(judged[i], rate=RATE)
-                    start = time.perf_counter()
-                    probabilities = judge.word_probabilities(samples, t.text)
-                    note["encode_s"], note["score_s"] = round(time.perf_counter() - start, 3), 0.0
-                    note["flags"] = [
-                        {
-                            "heard": f.heard,
-                            "reason": f.reason,
-                            "judge_p": round(min(p for _, p in probabilities[f.index : f.index + f.span]), 3)
-                            if low_probability_only(f) and f.index < len(probabilities)
-                            else None,
-                        }
-                        for f in flags_of(t)
-                    ]
-                elif i in judged:
-                    weighed = sentences_for(t, args.number)
-                    texts = [t.text, *(text for _, text in weighed)]
-                    scores, encode_s, score_s = judge.scores(decode_samples(judged[i], rate=RATE), texts)
-                    note["rivals"] = [
-                        {"word": word, "text": text, "judge_gap": round(sc - scores[0], 2)}
-                        for (word, text), sc in zip(weighed, scores[1:], strict=True)
-                    ]
-                    note.update(encode_s=round(encode_s, 3), score_s=round(score_s, 3))
-                notes.append(note)
+    for name, voice, sentences, heard in columns(args.dump):
+        todo = [i for i, (s, t) in enumerate(zip(sentences, heard, strict=True)) if to_judge(s, t, args)]
+        print(f"{name} {voice}: {len(todo)} of {len(sentences)} notes to judge", file=sys.stderr, flush=True)
+        # The clips the dump was made from: with the same cache they are read back, not made anew.
+        oggs = asyncio.run(make_clips([sentences[i] for i in todo], [voice], args.cache))[voice] if todo else []
+        judged = dict(zip(todo, oggs, strict=True))
+        for i, (s, t) in enumerate(zip(sentences, heard, strict=True)):
+            note: dict[str, Any] = {
+                "set": name,
+                "voice": voice,
+                "reference": s.reference,
+                "text": t.text,
+                "right": decisive_right(s, t.text),
+                "flagged": flagged(s, t),
+                "rivals": [],
+            }
+            if i in judged:
+                note.update(judge_note(judge, t, decode_samples(judged[i], rate=RATE), args))
+            notes.append(note)
     if args.spare:
         sure = [float(x) for x in args.sure.split(",")]
         return {"sure": sure, "groups": groups(notes, sure, spared), "cost": cost(notes), "notes": notes}
+    reach = [float(b) for b in args.reach.split(",")]
     return {"reach": reach, "groups": groups(notes, reach, rescored), "cost": cost(notes), "notes": notes}
+
+
+def to_judge(sentence: Sentence, heard: Transcript, args: argparse.Namespace) -> bool:
+    """With ``--spare``, a note some flag of which is a low probability alone; else one today's flags leave
+    alone and that has sentences to weigh."""
+    if args.spare:
+        return any(low_probability_only(f) for f in flags_of(heard))
+    return bool(sentences_for(heard, args.number)) and not flagged(sentence, heard)
+
+
+def judge_note(judge: Judge, t: Transcript, samples: np.ndarray[Any, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """What the judge says of one note: its flags' words' probabilities (``--spare``), else each weighed
+    sentence's gap; and what that cost."""
+    if args.spare:
+        start = time.perf_counter()
+        probabilities = judge.word_probabilities(samples, t.text)
+        flags = [
+            {
+                "heard": f.heard,
+                "reason": f.reason,
+                "judge_p": round(min(p for _, p in probabilities[f.index : f.index + f.span]), 3)
+                if low_probability_only(f) and f.index < len(probabilities)
+                else None,
+            }
+            for f in flags_of(t)
+        ]
+        return {"flags": flags, "encode_s": round(time.perf_counter() - start, 3), "score_s": 0.0}
+    weighed = sentences_for(t, args.number)
+    scores, encode_s, score_s = judge.scores(samples, [t.text, *(text for _, text in weighed)])
+    rivals = [
+        {"word": word, "text": text, "judge_gap": round(sc - scores[0], 2)}
+        for (word, text), sc in zip(weighed, scores[1:], strict=True)
+    ]
+    return {"rivals": rivals, "encode_s": round(encode_s, 3), "score_s": round(score_s, 3)}
 
 
 def spared(note: dict[str, Any], sure: float) -> str:
@@ -312,10 +309,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description="A larger Whisper as a second judge of the rivals tiny.en weighed (see the module doc)."
     )
-    parser.add_argument(
-        "--dump", type=Path, action="append", required=True, help="a pickle of bench.voice_wer --doubt --dump"
-    )
-    parser.add_argument("--cache", type=Path, required=True, help="the clip cache that voice_wer run used")
+    add_dump_arguments(parser)
     parser.add_argument(
         "--model", type=Path, required=True, help="a CTranslate2 Whisper folder (the judge), or tiny.en (bundled)"
     )
