@@ -304,7 +304,9 @@ class Transcriber(ModelOwner):
             if t.snapped is None:
                 return t
             owners = [n for n in names if n.lower() not in drop]
-            evidence = self._evidence(encoded, prompt, language, duration, t.text, results)
+            # What the decoding knew of the text: its words' probabilities (forced passes), the other beams.
+            force = functools.partial(self._token_probs, encoded, prompt, language, duration)
+            evidence = gather(self._tokenizer(language), force, results, t.text, owners)
             if doubt.rival_gap >= 0 or doubt.head_gap >= 0:
                 tokenizer = self._tokenizer(language)
                 start = self._start(tokenizer, prompt)
@@ -323,16 +325,6 @@ class Transcriber(ModelOwner):
         if transcript.pending is None:
             return transcript
         return await self._thread.run(transcript.pending, transcript, transcript.dropped)
-
-    def _evidence(
-        self, encoded: Any, prompt: str | None, language: str, duration: float, text: str, results: Sequence[Any]
-    ) -> Evidence:
-        """What the decoding knew of ``text``: its words' probabilities (forced passes), the other beams."""
-
-        def force(texts: Sequence[str]) -> list[tuple[list[int], Any]]:
-            return self._token_probs(encoded, prompt, language, duration, texts)
-
-        return gather(self._tokenizer(language), force, results, text)
 
     def _start(self, tokenizer: Any, prompt: str | None) -> list[int]:
         """The decoder's start tokens for a note primed with ``prompt``, as its decoding had them."""
