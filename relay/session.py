@@ -24,7 +24,7 @@ from memory import Memory
 from relay.approvals import ApprovalHandler
 from relay.claude_options import TAG_ENV, claude_options
 from relay.claude_permission import PermissionGate
-from relay.errors import LoginError, RelayError, RelayTimeoutError, SessionError, SessionNotFoundError
+from relay.errors import LoginError, RelayError, RelayTimeoutError, SessionError
 from relay.events import (
     HandoffReady,
     RelayEvent,
@@ -35,8 +35,9 @@ from relay.grounding import build_grounding, ensure_rules_file
 from relay.ledger import Ledger
 from relay.login import claude_login_error
 from relay.process import kill_marked, marked_pids
-from relay.sdk_events import SpendMeter, translate, usage_of
+from relay.sdk_events import SpendMeter, translate
 from relay.session_memory import ingest_session, session_files
+from relay.session_result import CostCount, record_codex_turn, record_result, run_failure, session_result
 from relay.settings import RelaySettings
 from relay.user_message import ImageInput, user_messages
 
@@ -47,11 +48,7 @@ logger = logging.getLogger(__name__)
 EventSink = Callable[[RelayEvent], Awaitable[None]]
 
 _STDERR_LINES = 40
-_SEE_STDERR = "Check stderr output for details"  # what the SDK says of a CLI that exited with an error
 _INTERRUPT_GRACE_S = 2.0
-# What the CLI says (stderr, and the errors of its result) when asked to resume a session it does not have:
-# a UUID it has no transcript of, or an id that is no UUID (a handoff imported into memory under another name).
-_NOT_FOUND = ("No conversation found with session ID", "is not a UUID and does not match any session")
 
 
 def tagged_pids(tag: str) -> list[int]:
@@ -112,7 +109,7 @@ class ClaudeSession:
         self._running = False
         self._interrupted = False
         self._closed = False
-        self._cost_seen = 0.0
+        self._costs = CostCount()
         self._meter = SpendMeter()  # the running turn's model calls, priced as they come (SpendTick)
         self._login: LoginError | None = None  # the API refused the login during this run
         self._ended: HandoffReady | None = None
@@ -182,17 +179,7 @@ class ClaudeSession:
         if rollout is not None:
             self.add_linked_rollout(Path(rollout))
         if self.ledger is not None:
-            await self.ledger.record(
-                engine="codex",
-                usage=turn.usage,
-                model=str(turn.model),
-                session_id=self.session_id,
-                thread_id=str(turn.thread_id),
-                run_id=self.run_id,
-                stage=str(getattr(turn, "stage", "") or self.stage),
-                duration_s=float(turn.duration_s),
-                rollout_path=rollout or "",
-            )
+            await record_codex_turn(self.ledger, turn, session_id=self.session_id, run_id=self.run_id, stage=self.stage)
 
     async def emit(self, event: RelayEvent) -> None:
         if self._on_event is not None:
@@ -288,7 +275,7 @@ class ClaudeSession:
         if self.resume and self.ledger is not None:
             # Claude Code restores a resumed session's running cost total: what the ledger already holds for
             # it is not this run's spend (without this, every resumed run was charged its whole history).
-            self._cost_seen = await self.ledger.session_spent(self.resume)
+            self._costs = CostCount(await self.ledger.session_spent(self.resume))
         options = await claude_options(
             s,
             project_dir=self.project_dir,
@@ -390,54 +377,24 @@ class ClaudeSession:
         self._note_session(message.session_id)
         self._meter.turn_ended()
         self.model = next(iter(message.model_usage or {}), "") or self.model
-        # The CLI reports the session's running total (restored on --resume); a fresh count starts from zero.
-        total = message.total_cost_usd
-        cost: float | None = None
-        if total is not None:
-            cost = total - self._cost_seen if total >= self._cost_seen else total
-            self._cost_seen = total
-        answer = message.result if isinstance(message.result, str) and message.result else "\n".join(texts)
-        subtype = "interrupted" if self._interrupted else message.subtype
-        return SessionResult(
-            session_id=self.session_id,
-            answer=answer,
-            turns=message.num_turns,
-            duration_s=message.duration_ms / 1000.0,
-            usage=usage_of(message.usage, cost),
-            subtype=subtype,
-            is_error=bool(message.is_error) and not self._interrupted,
-        )
+        return session_result(message, texts, self.session_id, self._costs, self._interrupted)
 
     async def _record(self, result: SessionResult, message: sdk.ResultMessage) -> None:
-        if self.ledger is None:
-            return
-        models = list((message.model_usage or {}).keys())
-        await self.ledger.record(
-            engine="claude",
-            usage=result.usage,
-            model=self.settings.claude_model or (models[0] if models else ""),
-            session_id=self.session_id,
-            run_id=self.run_id,
-            stage=self.stage,
-            duration_s=result.duration_s,
-        )
-
-    def _stderr_tail(self) -> str:
-        return "\n".join(self._stderr)
+        if self.ledger is not None:
+            model = self.settings.claude_model
+            await record_result(self.ledger, result, message, model=model, run_id=self.run_id, stage=self.stage)
 
     def _failure(self, message: str, exc: BaseException | None = None) -> RelayError:
-        """The error for a failed run; a resume the CLI could not find and a refused login are typed, so
-        callers need no stderr."""
-        if self._login is not None:
-            return self._login
-        tail = self._stderr_tail()
-        said = f"{tail}\n{exc or ''}"
-        if self.resume and any(marker in said for marker in _NOT_FOUND):
-            return SessionNotFoundError(self.resume, stderr_tail=tail)
-        last = tail.strip().splitlines()[-1:]
-        if last and _SEE_STDERR in message:  # the owner reads this on a phone: say what the CLI said
-            message = message.replace(_SEE_STDERR, f"its last output: {self.eywa.redactor(last[0])[:300]}")
-        return SessionError(message, session_id=self.session_id, stderr_tail=tail)
+        tail = "\n".join(self._stderr)
+        return run_failure(
+            message,
+            exc,
+            login=self._login,
+            resume=self.resume,
+            stderr_tail=tail,
+            session_id=self.session_id,
+            redact=self.eywa.redactor,
+        )
 
     async def _end(self, *, kill: bool, interrupt: bool = False) -> HandoffReady | None:
         """Stop the CLI (killing it when asked), sweep strays, ingest, emit HandoffReady. Runs once."""
