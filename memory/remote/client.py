@@ -28,7 +28,8 @@ from memory.errors import (
 )
 from memory.facade import Grounding, SessionView
 from memory.grounding import MAX_GROUNDING, grounding_text
-from memory.handoffs.adopt import BATCH_FILES, ImportReport, read_handoff_file, walk_tree
+from memory.handoffs.adopt import BATCH_FILES, ImportReport
+from memory.handoffs.files import read_handoff_file, walk_tree
 from memory.index.retrieval import ContentHit
 from memory.ingest import IngestReport, ProgressFn
 from memory.models import SessionKind

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from bench._handoff_tree import hostile_frontmatters, write_hostile_tree, write_tree
-from memory.errors import DestinationError, SourceUnreadableError
+from memory.errors import DestinationError
 from memory.facade import Eywa
-from memory.handoffs.adopt import MAX_HANDOFF_BYTES, read_handoff_file, walk_tree
+from memory.handoffs.files import MAX_HANDOFF_BYTES
 from memory.handoffs.format import to_markdown
 from memory.models import Handoff, SessionKind
 from memory.settings import MemorySettings
@@ -182,42 +182,6 @@ def test_importing_a_hostile_tree_stays_within_300_mb_and_finishes(tmp_path: Pat
     assert done.stderr.count("rejected ") == 13 and "Traceback" not in done.stderr
     own_mb, worker_mb = (int(x) for x in done.stdout.split()[-2:])
     assert own_mb <= 300 and worker_mb <= 300, (own_mb, worker_mb)
-
-
-def test_the_walk_is_in_sorted_path_order_and_passes_over_hidden_names(tmp_path: Path) -> None:
-    for rel in ("b.md", "a/x.md", "a.md", "a/b/c.md", ".hidden/x.md", "a/.tmp.md", "a/notes.txt", "Z.md"):
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text("x")
-    walked = [p for p, why in walk_tree(tmp_path) if why is None]
-    assert walked == sorted(p for p in tmp_path.rglob("*.md") if ".hidden" not in p.parts and p.name != ".tmp.md")
-
-
-def test_a_file_over_the_limit_or_not_utf8_is_refused_with_the_reason(tmp_path: Path) -> None:
-    big = tmp_path / "big.md"
-    big.write_bytes(b"-" * 2000)
-    with pytest.raises(SourceUnreadableError, match="2,000 bytes: over the 1,000-byte limit"):
-        read_handoff_file(big, limit=1000)
-    bad = tmp_path / "bad.md"
-    bad.write_bytes(b"---\nheadline: caf\xe9\n---\n")
-    with pytest.raises(SourceUnreadableError, match=r"not UTF-8 text \(byte 17\)"):
-        read_handoff_file(bad)
-    crlf = tmp_path / "crlf.md"
-    crlf.write_bytes(b"---\r\na: 1\r\n---\rb\n")
-    assert read_handoff_file(crlf) == "---\na: 1\n---\nb\n"  # as Path.read_text reads it
-
-
-def test_a_file_at_the_limit_is_read_whole_and_one_whose_size_stat_understates_is_read_to_its_end(
-    tmp_path: Path,
-) -> None:
-    exact = tmp_path / "exact.md"
-    exact.write_text("x" * 1000)
-    assert read_handoff_file(exact, limit=1000) == "x" * 1000
-    # /proc files stat as zero bytes yet hold text: the reader goes on past the stat size, and the limit holds
-    status = Path("/proc/self/status")
-    assert status.stat().st_size == 0
-    assert "Name:" in read_handoff_file(status)
-    with pytest.raises(SourceUnreadableError, match="over the 100-byte limit"):
-        read_handoff_file(status, limit=100)
 
 
 async def test_a_failed_batch_writes_nothing_and_the_next_one_goes_through(tmp_path: Path) -> None:
