@@ -10,6 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from memory.replica.capture import clear_changes as clear_changes
+    from memory.replica.capture import drop_capture as drop_capture
+    from memory.replica.capture import get_state as get_state
+    from memory.replica.capture import install_capture as install_capture
+    from memory.replica.capture import pending_changes as pending_changes
+    from memory.replica.capture import set_state as set_state
     from memory.replica.rows import MIRROR_NAMES as MIRROR_NAMES
     from memory.replica.rows import MIRRORS as MIRRORS
     from memory.replica.rows import Key as Key
@@ -18,18 +24,12 @@ if TYPE_CHECKING:
     from memory.replica.rows import Row as Row
     from memory.replica.rows import all_rows as all_rows
     from memory.replica.rows import apply_groups as apply_groups
-    from memory.replica.rows import clear_changes as clear_changes
-    from memory.replica.rows import drop_capture as drop_capture
-    from memory.replica.rows import get_state as get_state
     from memory.replica.rows import group_of as group_of
-    from memory.replica.rows import install_capture as install_capture
     from memory.replica.rows import load_rows as load_rows
     from memory.replica.rows import mirror as mirror
     from memory.replica.rows import optimize_fts as optimize_fts
-    from memory.replica.rows import pending_changes as pending_changes
     from memory.replica.rows import read_groups as read_groups
     from memory.replica.rows import rebuild_chunk_fts as rebuild_chunk_fts
-    from memory.replica.rows import set_state as set_state
 else:
     from memory._lazy import surface
 

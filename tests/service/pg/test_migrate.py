@@ -9,9 +9,9 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
+from memory import replica as replicate
 from memory.facade import Eywa
 from memory.facts.api import FactsApi
-from memory.replica import rows as replicate
 from service.keys import SqliteKeyStore
 from service.pg.keys import PgKeyStore
 from service.pg.link import PgLink

@@ -15,9 +15,9 @@ from typing import cast
 import psycopg
 import pytest
 
+from memory import replica as replicate
 from memory.errors import SessionNotFoundError
 from memory.facade import Eywa
-from memory.replica import rows as replicate
 from memory.storage.database import Database
 from service.pg.store import PgTenant, PgTenantStore
 from tests.service.conftest import claude_lines, memory_settings, transcript_bytes
