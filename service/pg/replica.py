@@ -33,24 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from psycopg import sql
-
 from memory import replica as replicate
 from memory.facts import load_origin
 from memory.replica import MIRRORS, Key, Mirror, Row
 from memory.storage import SCHEMA_VERSION, Database
 from service.errors import ServiceUnavailable
 from service.pg import events
-from service.pg.link import PgLink, Query, TenantTx, from_pg_text, to_pg_text
-from service.pg.rows import (
-    BATCH_BYTES,
-    build_copy,
-    decode_rows,
-    group_filter,
-    insert_statements,
-    remove_db,
-    select,
-)
+from service.pg.link import PgLink, TenantTx, from_pg_text
+from service.pg.rows import build_copy, decode_rows, read_queries, remove_db, run_batched, write_statements
 
 __all__ = ["REBUILD_GAP", "Replica", "ReplicaStale"]
 
@@ -315,30 +305,7 @@ class Replica:
 
     async def _pull(self, tx: TenantTx, upto: int, pending: dict[str, set[Key]]) -> _Pulled:
         """What changed past the cursor (and the rows of the groups to put back), in one round trip."""
-        queries: list[tuple[Query, list[Any]]] = []
-        if self.cursor < upto:
-            queries += [(select(m, sql.SQL("seq > %s")), [tx.tenant, self.cursor]) for m in MIRRORS]
-            queries.append(
-                (
-                    "SELECT mirror, key FROM macupos.deletions WHERE tenant_id = %s AND seq > %s",
-                    [tx.tenant, self.cursor],
-                )
-            )
-        if self.events_cursor < upto:
-            queries.append(
-                (
-                    "SELECT origin, line FROM macupos.facts_events WHERE tenant_id = %s AND seq > %s AND seq <= %s"
-                    " ORDER BY seq, at_ms, id",
-                    [tx.tenant, self.events_cursor, upto],
-                )
-            )
-        back: list[tuple[Mirror, list[Key]]] = []
-        for m in MIRRORS:
-            keys = sorted(pending.get(m.name, set()), key=repr)
-            for i in range(0, len(keys), 500):
-                where, params = group_filter(m, keys[i : i + 500])
-                queries.append((select(m, where), [tx.tenant, *params]))
-                back.append((m, keys[i : i + 500]))
+        queries, back = read_queries(tx.tenant, upto, self.cursor, self.events_cursor, pending)
         results = iter(await tx.many(queries))
         changes: dict[str, tuple[set[Key], list[Row]]] = {}
 
@@ -388,48 +355,7 @@ class Replica:
 
     async def _push(self, tx: TenantTx, got: _Collected) -> None:
         """The changed groups' rows replace the database's, in one round trip (a few for a big write)."""
-        statements: list[tuple[Query, list[Any], int]] = []
-        for name, (keys, rows) in got.changes.items():
-            m = replicate.mirror(name)
-            ordered = sorted(keys, key=repr)
-            for i in range(0, len(ordered), 500):
-                where, params = group_filter(m, ordered[i : i + 500])
-                delete = sql.SQL("DELETE FROM macupos.{} WHERE tenant_id = %s AND {}").format(
-                    sql.Identifier(name), where
-                )
-                statements.append((delete, [tx.tenant, *params], 500 * 40))
-            statements += insert_statements(tx.tenant, m, rows, tx.seq)
-            gone = keys - {replicate.group_of(m, r) for r in rows}
-            if gone:
-                statements.append(
-                    (
-                        "INSERT INTO macupos.deletions(tenant_id, mirror, key, seq)"
-                        " SELECT %s, %s, unnest(%b::text[]), %s"
-                        " ON CONFLICT (tenant_id, mirror, key) DO UPDATE SET seq = excluded.seq",
-                        [tx.tenant, name, [to_pg_text(json.dumps(list(k))) for k in sorted(gone, key=repr)], tx.seq],
-                        len(gone) * 40,
-                    )
-                )
-        if got.events:
-            ids, at, origins, lines = (list(x) for x in zip(*got.events, strict=True))
-            statements.append(
-                (
-                    "INSERT INTO macupos.facts_events(tenant_id, id, at_ms, origin, line, seq)"
-                    " SELECT %s, u.*, %s FROM unnest(%b::text[], %b::bigint[], %b::text[], %b::text[]) AS u"
-                    " ON CONFLICT (tenant_id, id) DO NOTHING",
-                    [tx.tenant, tx.seq, ids, at, origins, [to_pg_text(x) for x in lines]],
-                    sum(len(x) for x in lines),
-                )
-            )
-        size = 0
-        batch: list[tuple[Query, list[Any]]] = []
-        for query, params, weight in statements:  # a pipeline holds its parameters in memory: megabytes a trip
-            batch.append((query, params))
-            size += weight
-            if size >= BATCH_BYTES:
-                await tx.many(batch)
-                batch, size = [], 0
-        await tx.many(batch)
+        await run_batched(tx, write_statements(tx.tenant, tx.seq, got.changes, got.events))
 
     @contextlib.asynccontextmanager
     async def gate(self) -> AsyncIterator[None]:

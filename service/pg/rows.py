@@ -1,12 +1,14 @@
 """Rows between a tenant's local copy and PostgreSQL: decoded and encoded (typed column arrays, text
 PostgreSQL cannot hold made storable), the SQL that selects, clears and inserts groups of a mirror
-(memory/replica/rows.py), and a whole copy built from one snapshot of the database."""
+(memory/replica/rows.py): what a copy reads to catch up and what a write section sends; and a whole copy built
+from one snapshot of the database."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,8 +30,11 @@ __all__ = [
     "group_filter",
     "insert_statements",
     "push_rows",
+    "read_queries",
     "remove_db",
+    "run_batched",
     "select",
+    "write_statements",
 ]
 
 BATCH_BYTES = 8 << 20  # rows sent in one INSERT (and one pipeline), about
@@ -135,6 +140,88 @@ def insert_statements(tenant: str, m: Mirror, rows: list[Row], seq: int) -> list
             out.append((query, [tenant, seq, *encode_columns(m, rows[start : i + 1])], size))
             start, size = i + 1, 0
     return out
+
+
+def read_queries(
+    tenant: str, upto: int, cursor: int, events_cursor: int, pending: Mapping[str, set[Key]]
+) -> tuple[list[tuple[Query, list[Any]]], list[tuple[Mirror, list[Key]]]]:
+    """What a copy at ``cursor`` (its events at ``events_cursor``) reads to reach ``upto``, in this order: each
+    mirror's rows written since, the groups deleted since, the facts events since; then the rows of the groups
+    in ``pending`` (a failed write's, to put back), with those groups, query by query."""
+    queries: list[tuple[Query, list[Any]]] = []
+    if cursor < upto:
+        queries += [(select(m, sql.SQL("seq > %s")), [tenant, cursor]) for m in MIRRORS]
+        deleted = "SELECT mirror, key FROM macupos.deletions WHERE tenant_id = %s AND seq > %s"
+        queries.append((deleted, [tenant, cursor]))
+    if events_cursor < upto:
+        queries.append(
+            (
+                "SELECT origin, line FROM macupos.facts_events WHERE tenant_id = %s AND seq > %s AND seq <= %s"
+                " ORDER BY seq, at_ms, id",
+                [tenant, events_cursor, upto],
+            )
+        )
+    back: list[tuple[Mirror, list[Key]]] = []
+    for m in MIRRORS:
+        keys = sorted(pending.get(m.name, set()), key=repr)
+        for i in range(0, len(keys), 500):
+            where, params = group_filter(m, keys[i : i + 500])
+            queries.append((select(m, where), [tenant, *params]))
+            back.append((m, keys[i : i + 500]))
+    return queries, back
+
+
+def write_statements(
+    tenant: str, seq: int, changes: Mapping[str, tuple[set[Key], list[Row]]], event_lines: Sequence[events.EventLine]
+) -> list[tuple[Query, list[Any], int]]:
+    """What makes the database's groups the copy's, stamped with ``seq``: each changed group cleared and its rows
+    inserted, a group that went recorded in ``deletions``, and the copy's new facts events; with the size of
+    each, about."""
+    statements: list[tuple[Query, list[Any], int]] = []
+    for name, (keys, rows) in changes.items():
+        m = replicate.mirror(name)
+        ordered = sorted(keys, key=repr)
+        for i in range(0, len(ordered), 500):
+            where, params = group_filter(m, ordered[i : i + 500])
+            delete = sql.SQL("DELETE FROM macupos.{} WHERE tenant_id = %s AND {}").format(sql.Identifier(name), where)
+            statements.append((delete, [tenant, *params], 500 * 40))
+        statements += insert_statements(tenant, m, rows, seq)
+        gone = keys - {replicate.group_of(m, r) for r in rows}
+        if gone:
+            statements.append(
+                (
+                    "INSERT INTO macupos.deletions(tenant_id, mirror, key, seq)"
+                    " SELECT %s, %s, unnest(%b::text[]), %s"
+                    " ON CONFLICT (tenant_id, mirror, key) DO UPDATE SET seq = excluded.seq",
+                    [tenant, name, [to_pg_text(json.dumps(list(k))) for k in sorted(gone, key=repr)], seq],
+                    len(gone) * 40,
+                )
+            )
+    if event_lines:
+        ids, at, origins, lines = (list(x) for x in zip(*event_lines, strict=True))
+        statements.append(
+            (
+                "INSERT INTO macupos.facts_events(tenant_id, id, at_ms, origin, line, seq)"
+                " SELECT %s, u.*, %s FROM unnest(%b::text[], %b::bigint[], %b::text[], %b::text[]) AS u"
+                " ON CONFLICT (tenant_id, id) DO NOTHING",
+                [tenant, seq, ids, at, origins, [to_pg_text(x) for x in lines]],
+                sum(len(x) for x in lines),
+            )
+        )
+    return statements
+
+
+async def run_batched(tx: TenantTx, statements: Iterable[tuple[Query, list[Any], int]]) -> None:
+    """``statements`` in pipelines of about :data:`BATCH_BYTES` each: a pipeline holds its parameters in memory."""
+    size = 0
+    batch: list[tuple[Query, list[Any]]] = []
+    for query, params, weight in statements:
+        batch.append((query, params))
+        size += weight
+        if size >= BATCH_BYTES:
+            await tx.many(batch)
+            batch, size = [], 0
+    await tx.many(batch)
 
 
 async def push_rows(tx: TenantTx, m: Mirror, rows: list[Row], seq: int) -> None:
