@@ -63,6 +63,10 @@ ARTICLES = frozenset("the a an my our this that these those all me".split())
 # keeps its command: "you" opens it only after "can"). All 8 of 2,088 bench transcripts that open with "You"
 # were misheard (docs/benchmarks.md, "Voice: a fourth round").
 _YOU = "you"
+# "Un-" heard as a word of its own: "And stage the readme changes" for unstage, the opposite action. An opening
+# "And" or "An" before a verb whose un- form the lexicon has (stage, install, pin) is weighed as an opening
+# without a command, so the un- verb is scored in place of both words.
+_UN_HEARD = frozenset({"and", "an"})
 # Where a thing goes: after one of these, or after one of the owner's nouns ("the merge complex"), a word the
 # owner's vocabulary does not have may be a deciding noun misheard ("the reading" → readme, "the last five
 # minutes" → commits, "the old pack" → tag). Such a word is weighed like a deciding one, beyond MAX_PER_NOTE but
@@ -146,8 +150,10 @@ def same_word(heard: str, other: str) -> bool:
 def has_command(words: Sequence[str]) -> bool:
     """Whether the sentence opens with a verb of the lexicon where its command goes ("Run…", "Please stash…"):
     "That's origin and rebase…" does not, though a later clause has one, nor does one that opens by telling
-    the bot what it does ("You run the failed job", heard for "rerun…")."""
+    the bot what it does ("You run the failed job", heard for "rerun…"), nor "And stage…" (unstage heard apart)."""
     if words and _bare(words[0]).lower() == _YOU:
+        return False
+    if len(words) > 1 and _bare(words[0]).lower() in _UN_HEARD and "un" + _bare(words[1]).lower() in _VERBS:
         return False
     positions = verb_positions(words)
     if not positions or positions[0] >= _OPENING_WORDS:

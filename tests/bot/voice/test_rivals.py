@@ -73,6 +73,10 @@ def test_a_command_is_a_lexicon_verb_where_a_verb_goes() -> None:
     # The owner gives orders: "You run the failed job" is how "rerun…" was heard; "can you" keeps its command.
     assert not has_command("You run the failed job on main.".split())
     assert has_command("Can you rebase onto main?".split())
+    # "Un-" heard as a word: "And stage" may be unstage, the opposite action; "And push" has no such twin.
+    assert not has_command("And stage the readme changes.".split())
+    assert not has_command("an install the linter".split())
+    assert has_command("And push the branch.".split())
 
 
 def test_any_word_that_sounds_like_the_owners_is_weighed_without_a_logits_pass() -> None:
@@ -110,6 +114,8 @@ def test_an_opening_is_weighed_against_the_verb_it_sounds_like_however_unlikely_
     assert {"Rerun the pipeline.", "Run the pipeline."} <= {r.text for r in rivals}
     rivals = candidates("You run the failed job.", {}, nouns, first_gap_from({}))  # type: ignore[arg-type]
     assert "Rerun the failed job." in {r.text for r in rivals if r.head and r.span == 2}
+    rivals = candidates("And stage the readme changes.", {}, nouns, first_gap_from({}))  # type: ignore[arg-type]
+    assert "Unstage the readme changes." in {r.text for r in rivals if r.head and r.span == 2}
 
 
 def test_a_slot_gets_the_vocabulary_words_whose_first_token_was_nearly_as_likely() -> None:
