@@ -19,16 +19,22 @@ request" → "pull requests", "tests" → "test"), one sentence each: what the b
 heard singular when ``--model`` is tiny.en itself (``--model tiny.en``: the bundled one, scored as the bot
 scores its rivals).
 
+``--twins``: instead of the rivals, each command verb of the transcript in place of its twin of the lexicon, one
+sentence each: its un- or re- form ("stage" → "unstage", "run" → "rerun") or the verb without it; with
+``--model tiny.en``, what the bot's own model makes of a prefix heard as nothing.
+
 ``--spare``: the other way round, on the notes today's flags do flag: a flag raised for a low probability
 alone (its reasons only "p=…", perhaps "snapped from …") is spared when the judge finds each of its words at
 least ``X`` likely (X in ``--sure``), and a note all of whose flags are spared runs. *spared*: notes heard right
 that no longer wait (a needless tap saved); *lost*: notes heard wrong that no longer wait (a catch lost).
 
-Run (docs/benchmarks.md, "Voice: a second judge, and plurals"):
+Run (docs/benchmarks.md, "Voice: a fourth round" and "a fifth round"):
   .venv/bin/python -m bench.voice_second_judge --dump /tmp/whisper_dump.pkl --cache /tmp/voice_clips
       --model /tmp/whisper-base-ct2 [--reach 2,3,4,5,6,8] [--json OUT]
   .venv/bin/python -m bench.voice_second_judge --dump /tmp/whisper_dump.pkl --cache /tmp/voice_clips
       --model tiny.en --number --reach 0,0.5,1,2,3
+  .venv/bin/python -m bench.voice_second_judge --dump /tmp/whisper_dump.pkl --cache /tmp/voice_clips
+      --model tiny.en --twins --reach 2,4,6,8
   .venv/bin/python -m bench.voice_second_judge --dump /tmp/whisper_dump.pkl --cache /tmp/voice_clips
       --model /tmp/whisper-base-ct2 --spare --sure 0.5,0.7,0.8,0.9
 """
@@ -52,6 +58,7 @@ from bench.voice_second_engine import GROUPS, add_dump_arguments, columns, flagg
 from bench.voice_wer import HOTWORDS, Sentence, decisive_right, make_clips
 from bot.voice.audio import decode_samples
 from bot.voice.doubt import Flag, Thresholds, bare, find_flags, word_probabilities
+from bot.voice.snap import DEV_VERBS, verb_positions
 from bot.voice.transcribe import Transcript, default_model_path, vocabulary_prompt
 
 RATE = 16_000
@@ -142,10 +149,32 @@ def other_numbers(text: str) -> list[str]:
     return out
 
 
-def sentences_for(t: Transcript, number: bool) -> list[tuple[str, str]]:
+_VERBS = frozenset(DEV_VERBS)
+# Each lexicon verb with an un- or re- form the lexicon also has, and that form: both ways ("run" ↔ "rerun").
+_TWINS = {
+    **{v[2:]: v for v in DEV_VERBS if v[:2] in ("un", "re") and v[2:] in _VERBS},
+    **{v: v[2:] for v in DEV_VERBS if v[:2] in ("un", "re") and v[2:] in _VERBS},
+}
+
+
+def twins(text: str) -> list[str]:
+    """``text`` with one command verb in its twin's place (``_TWINS``), for each such verb where a verb goes."""
+    words = text.split()
+    out: list[str] = []
+    for i in verb_positions(words):
+        core = bare(words[i])
+        twin = _TWINS.get(core.lower())
+        if twin is not None:
+            spelled = twin[:1].upper() + twin[1:] if core[:1].isupper() else twin
+            out.append(" ".join([*words[:i], words[i].replace(core, spelled, 1), *words[i + 1 :]]))
+    return out
+
+
+def sentences_for(t: Transcript, args: argparse.Namespace) -> list[tuple[str, str]]:
     """(word, sentence) pairs the judge weighs against the transcript."""
-    if number:
-        return [(text.split()[i], text) for text in other_numbers(t.text) for i in _changed(t.text, text)]
+    if args.number or args.twins:
+        made = other_numbers(t.text) if args.number else twins(t.text)
+        return [(text.split()[i], text) for text in made for i in _changed(t.text, text)]
     return [(r.word, r.text) for r in t.evidence.rivals] if t.evidence is not None else []
 
 
@@ -187,7 +216,7 @@ def to_judge(sentence: Sentence, heard: Transcript, args: argparse.Namespace) ->
     alone and that has sentences to weigh."""
     if args.spare:
         return any(low_probability_only(f) for f in flags_of(heard))
-    return bool(sentences_for(heard, args.number)) and not flagged(sentence, heard)
+    return bool(sentences_for(heard, args)) and not flagged(sentence, heard)
 
 
 def judge_note(judge: Judge, t: Transcript, samples: np.ndarray[Any, Any], args: argparse.Namespace) -> dict[str, Any]:
@@ -207,7 +236,7 @@ def judge_note(judge: Judge, t: Transcript, samples: np.ndarray[Any, Any], args:
             for f in flags_of(t)
         ]
         return {"flags": flags, "encode_s": round(time.perf_counter() - start, 3), "score_s": 0.0}
-    weighed = sentences_for(t, args.number)
+    weighed = sentences_for(t, args)
     scores, encode_s, score_s = judge.scores(samples, [t.text, *(text for _, text in weighed)])
     rivals = [
         {"word": word, "text": text, "judge_gap": round(sc - scores[0], 2)}
@@ -314,6 +343,7 @@ def main() -> None:
         "--model", type=Path, required=True, help="a CTranslate2 Whisper folder (the judge), or tiny.en (bundled)"
     )
     parser.add_argument("--number", action="store_true", help="weigh deciding nouns in their other number instead")
+    parser.add_argument("--twins", action="store_true", help="weigh command verbs as their un-/re- twins instead")
     parser.add_argument("--spare", action="store_true", help="spare low-probability flags the judge is sure of")
     parser.add_argument("--sure", default="0.5,0.7,0.8,0.9", help="with --spare: the judge's probabilities that spare")
     parser.add_argument("--reach", default="2,3,4,5,6,8", help="judge gaps (nats below the transcript) that flag")

@@ -7,7 +7,8 @@ an action takes (branch, commit, tag…) and file names. Each is checked against
 knows (``Evidence``, gathered by bot.voice.transcribe from the same decoding, at the cost of one forced pass):
 
 * its probability: the lowest of its tokens' probabilities when the transcript is forced through the
-  decoder against the audio (CTranslate2 ``align``; the word probability of faster-whisper's word timestamps);
+  decoder against the audio (CTranslate2 ``align``; the word probability of faster-whisper's word timestamps),
+  one of the owner's words summed over its spellings (bot.voice.evidence);
 * the other beams: the beam search's other hypotheses, when one scoring nearly as well has another word there;
 * snapping's candidates: a lexicon word that sounds like it and that the audio supports nearly as well;
 * the fallback: a decode that fell back to sampling (a loop or a low score) is unsure as a whole;
