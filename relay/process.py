@@ -10,11 +10,17 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from pathlib import Path
 
 __all__ = ["kill_marked", "marked_pids"]
 
 _SWEEPS = 5
+# A killed process keeps its environment in /proc until it has exited: SIGKILL takes effect in milliseconds, but
+# on a loaded machine a scan right after the kill still found one (a Codex app-server, under the full test suite).
+_GONE_S = 1.0
+_GONE_POLL_S = 0.005
+_SETTLE_S = 0.02
 
 
 def marked_pids(name: str, value: str) -> list[int]:
@@ -37,10 +43,12 @@ def marked_pids(name: str, value: str) -> list[int]:
 
 
 def kill_marked(name: str, value: str, *, pgid: int | None = None) -> list[int]:
-    """SIGKILL a process group (when given) and every process carrying the marker; returns the pids hit.
+    """SIGKILL a process group (when given) and every process carrying the marker; returns the pids hit, once
+    they are gone (at most ``_GONE_S`` later).
 
     The scan is repeated until it finds nothing new: a child forked while a scan ran is not in it, but it
-    carries the marker too, and its parent (killed) can fork no more.
+    carries the marker too, and its parent (killed) can fork no more; one still in its exec is invisible for a
+    moment, so the last scan comes a moment after the others.
     """
     victims = marked_pids(name, value)
     if pgid:
@@ -53,6 +61,20 @@ def kill_marked(name: str, value: str, *, pgid: int | None = None) -> list[int]:
                 os.kill(pid, signal.SIGKILL)
         hit += victims
         victims = [pid for pid in marked_pids(name, value) if pid not in hit]
+        if not victims and hit:
+            # A process still in its exec shows no environment yet (a child the killed just started): look
+            # once more a moment later.
+            time.sleep(_SETTLE_S)
+            victims = [pid for pid in marked_pids(name, value) if pid not in hit]
         if not victims:
             break
+    _wait_gone(name, value, hit)
     return hit
+
+
+def _wait_gone(name: str, value: str, pids: list[int]) -> None:
+    """Return once none of ``pids`` carries the marker any more, or after ``_GONE_S``: whoever scans next (a
+    sweep, a test) must not find the dying."""
+    deadline = time.monotonic() + _GONE_S
+    while pids and set(pids) & set(marked_pids(name, value)) and time.monotonic() < deadline:
+        time.sleep(_GONE_POLL_S)
