@@ -56,8 +56,9 @@ def tagged_pids(tag: str) -> list[int]:
     return marked_pids(TAG_ENV, tag)
 
 
-def _kill_all(pgid: int | None, tag: str) -> None:
-    kill_marked(TAG_ENV, tag, pgid=pgid)
+async def _kill_all(pgid: int | None, tag: str) -> None:
+    # A thread: the kill scans /proc and waits (bounded) for its victims to be gone, which the loop must not.
+    await asyncio.to_thread(kill_marked, TAG_ENV, tag, pgid=pgid)
 
 
 class ClaudeSession:
@@ -295,7 +296,7 @@ class ClaudeSession:
         # The SDK raises a bare Exception when the CLI's initialize handshake times out.
         except BaseException as exc:
             # The CLI goes first: the SDK's own clean-up would give a silent one 5 s to exit by itself.
-            _kill_all(None, self.tag)
+            await _kill_all(None, self.tag)
             connecting.cancel()
             await asyncio.gather(connecting, return_exceptions=True)
             if not isinstance(exc, Exception):
@@ -410,12 +411,12 @@ class ClaudeSession:
                 except (sdk.ClaudeSDKError, TimeoutError):
                     kill = True  # it would not stop politely
             if kill:
-                _kill_all(self._pid, self.tag)
+                await _kill_all(self._pid, self.tag)
             try:
                 await client.disconnect()
             except sdk.ClaudeSDKError as exc:
                 logger.debug("disconnect after end: %s", exc)
-        _kill_all(self._pid, self.tag)  # whatever outlived the CLI (MCP servers, shells) is an orphan now
+        await _kill_all(self._pid, self.tag)  # whatever outlived the CLI (MCP servers, shells) is an orphan now
         config_dir = self.settings.claude_config_dir
         files = await asyncio.to_thread(session_files, config_dir, list(self._session_ids), list(self._rollouts))
         self._ended = await ingest_session(self.eywa, files, self.session_id, project_dir=self.project_dir)
