@@ -135,6 +135,13 @@ COUNT_NOUNS = (
 _NUMBERS = {**{w: plural(w) for w in COUNT_NOUNS}, **{plural(w): w for w in COUNT_NOUNS}}
 
 
+def _with_word(words: list[str], i: int, word: str) -> str:
+    """The sentence of ``words`` with ``word`` in place of the ``i``-th one, its capital and punctuation kept."""
+    core = bare(words[i])
+    spelled = word[:1].upper() + word[1:] if core[:1].isupper() else word
+    return " ".join([*words[:i], words[i].replace(core, spelled, 1), *words[i + 1 :]])
+
+
 def other_numbers(text: str) -> list[str]:
     """``text`` with one deciding noun in its other number, for each such noun (capitals and punctuation kept)."""
     words = text.split()
@@ -144,8 +151,7 @@ def other_numbers(text: str) -> list[str]:
         other = _NUMBERS.get(core.lower())
         if other is None:
             continue
-        spelled = other[:1].upper() + other[1:] if core[:1].isupper() else other
-        out.append(" ".join([*words[:i], token.replace(core, spelled, 1), *words[i + 1 :]]))
+        out.append(_with_word(words, i, other))
     return out
 
 
@@ -165,8 +171,7 @@ def twins(text: str) -> list[str]:
         core = bare(words[i])
         twin = _TWINS.get(core.lower())
         if twin is not None:
-            spelled = twin[:1].upper() + twin[1:] if core[:1].isupper() else twin
-            out.append(" ".join([*words[:i], words[i].replace(core, spelled, 1), *words[i + 1 :]]))
+            out.append(_with_word(words, i, twin))
     return out
 
 
