@@ -245,9 +245,12 @@ def find_flags(
             if kind == "verb" or thresholds.alone == float("inf") or (near and max(near) >= -thresholds.alone):
                 reasons.append(f"p={p:.2f}")
         for r in evidence.rivals:
-            if r.index == i and r.span == 1 and not r.head and r.gap >= -_gap_for(heard, r, thresholds):
-                reasons.append(f"rival {r.word} ({r.gap:.1f})")
-                ranked.append((-1.0 - r.gap / 100, r.word))  # the audio's own choice goes first
+            if r.index == i and r.span == 1 and not r.head:
+                if r.gap >= -_gap_for(heard, r, thresholds):
+                    reasons.append(f"rival {r.word} ({r.gap:.1f})")
+                    ranked.append((-1.0 - r.gap / 100, r.word))  # the audio's own choice goes first
+                else:  # too far to doubt the word, but the owner's word the audio liked best when it is doubted
+                    ranked.append((0.5 - r.gap / 100, r.word))
         beam_words: list[str] = []
         for other, gap in beams:
             if i in other:

@@ -9,9 +9,10 @@ logits) are put in its place and the sentence is scored again (one forced pass e
 not open with a command verb ("And a retry…", "That's origin and rebase…") has its opening words weighed
 against the command verbs the same way, and against the verb it sounds like ("And do the last commit" → undo,
 "We run" or "You run" → rerun): a verb the audio supports nearly as well means the action itself was probably
-misheard. Any word that sounds like one of the owner's ("the last dash" → stash) is weighed too, and so are two
-words that run together sound like one ("the back of timer" → backoff; an acronym by its letters: "the eye" →
-CI), and a word none of the owner's where a noun goes ("the conflicts in the reading" → readme).
+misheard; so is a verb run into the owner's word after it ("Deathstaging against main" → diff staging). Any word
+that sounds like one of the owner's ("the last dash" → stash) is weighed too, and so are two words that run
+together sound like one ("the back of timer" → backoff; an acronym by its letters: "the eye" → CI), and a word
+none of the owner's where a noun goes ("the conflicts in the reading" → readme; two capitals: "for IO" → Eywa).
 
 A rival within a few nats of what was heard is a doubt (bot.voice.doubt flags the word and offers the rival
 first); it never replaces the word: only the owner does. The limits keep a note's extra passes few
@@ -183,7 +184,9 @@ def unknown_nouns(words: Sequence[str], nouns: Sequence[str]) -> list[int]:
     out: list[int] = []
     for j in range(1, len(words)):
         word, before = _bare(words[j]), _bare(words[j - 1]).lower()
-        if not word.isalpha() or len(word) < _MIN_LETTERS or words[j - 1][-1:] in ".,!?;:":
+        # Two capitals are letters said one by one, long enough to be a name misheard ("for IO" → Eywa).
+        short = len(word) < _MIN_LETTERS and not _acronym(word)
+        if not word.isalpha() or short or words[j - 1][-1:] in ".,!?;:":
             continue
         low = word.lower()
         if low in owners or low in _VERBS or low in _BEFORE_NOUN or low in _NOT_NOUNS:
@@ -301,6 +304,7 @@ def candidates(
             alike = _alike_verbs(opening, [v for v in DEV_VERBS if v not in said])
             for gap, v in [*likely, *((_ALIKE_RANK, v) for v in alike)]:
                 ranked.append((gap, Rival(0, span, v, _replace(words, 0, span, v), head=True)))
+        ranked += [(gap, r) for gap, r in _glued_heads(words, singles, first_gap)]
     out = _best(ranked, set(), MAX_PER_NOTE)
     nouns: list[tuple[float, Rival]] = []
     for i in sorted(set(unknown) - set(slots)):
@@ -308,6 +312,28 @@ def candidates(
             if gap >= -_FIRST_GAP:
                 nouns.append((gap, Rival(i, 1, w, _replace(words, i, 1, w), unknown=True)))
     return [*out, *_best(nouns, {r.text for r in out}, _MAX_UNKNOWN)]
+
+
+def _glued_heads(words: Sequence[str], owners: Sequence[str], first_gap: FirstGap) -> list[tuple[float, Rival]]:
+    """A verb run into the owner's word it acts on ("Deathstaging against main" for diff staging, "Compostaging"
+    for compare staging): the command verbs likeliest at the opening, and the one its first letters sound like,
+    each weighed with the owner's word after it. The rival's word is both ("diff staging"), so a tap on it puts
+    both back."""
+    first = _bare(words[0])
+    low = first.lower()
+    glued = [
+        w for w in owners if len(w) > _MIN_LETTERS and low.endswith(w.lower()) and len(low) - len(w) >= _MIN_LETTERS
+    ]
+    if not first.isalpha() or not glued:
+        return []
+    owner = max(glued, key=len)
+    prefix = first[: len(first) - len(owner)]
+    likely = _likeliest(0, prefix, DEV_VERBS, first_gap, _HEAD_VERBS)
+    alike = [(_ALIKE_RANK, v) for v in _alike_verbs(prefix, DEV_VERBS)]
+    return [
+        (gap, Rival(0, 1, f"{v} {owner}", _replace(words, 0, 1, f"{v} {owner}"), head=True))
+        for gap, v in [*likely, *alike]
+    ]
 
 
 def _best(ranked: list[tuple[float, Rival]], seen: set[str], limit: int) -> list[Rival]:

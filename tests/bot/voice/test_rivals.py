@@ -4,6 +4,7 @@ how the flags use the scores (bot.voice.doubt), and what the real model gives fo
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from bot.voice.doubt import Evidence, find_flags, substitute
 from bot.voice.rivals import MAX_PER_NOTE, Rival, candidates, has_command, same_word, sound_of, unknown_nouns
@@ -138,6 +139,9 @@ def test_a_word_the_vocabulary_lacks_where_a_noun_goes_is_weighed_like_a_decidin
     assert unknown_nouns("Show me the log of the last five minutes.".split(), owners) == [8]  # "log" is a verb
     assert unknown_nouns("Run the tests, quickly.".split(), owners) == [2]
     assert unknown_nouns("Push it. Reading is fun.".split(), owners) == []
+    # Two capitals are letters said one by one ("for IO", tiny.en's Eywa); two small letters are a word ("to").
+    assert unknown_nouns("Summarize the commits for IO.".split(), owners) == [4]
+    assert unknown_nouns("Send it to me in an hour.".split(), owners) == [6]
 
     def vocabulary(kind: str) -> Sequence[str]:
         return owners
@@ -172,6 +176,18 @@ def test_a_rival_of_a_word_the_vocabulary_lacks_may_score_five_nats_below() -> N
     assert find_flags(text, weighed(text, Rival(5, 1, "readme", near.text, gap=-4.5)), ["Eywa"]) == ()
     text = "Hold the latest changes."
     assert find_flags(text, weighed(text, Rival(0, 1, "pull", "Pull the latest changes.", gap=-4.5))) == ()
+
+
+def test_a_flagged_word_offers_the_owners_word_the_audio_liked_best_even_beyond_a_doubts_reach() -> None:
+    # The real model: "for Eywa" heard "for IO" at 0.15; Eywa scored 6.4 nats below, too far to doubt the word.
+    text = "Summarize the last handoff for IO."
+    words = tuple((w, 0.15 if w == "IO." else 0.99) for w in text.split())
+    far = Rival(5, 1, "Eywa", "Summarize the last handoff for Eywa.", gap=-6.4, unknown=True)
+    [flag] = find_flags(text, Evidence(words, hypotheses=(("Summarize the last handoff for aisle.", -0.1),),
+                                       rivals=(far,)), ["Eywa"])  # fmt: skip
+    assert (flag.heard, flag.reason, flag.alternatives[:2]) == ("IO", "p=0.15", ("Eywa", "aisle"))
+    # A sure word is not doubted for a far rival.
+    assert find_flags(text, weighed(text, far), ["Eywa"]) == ()
 
 
 def test_a_sentence_without_a_command_weighs_verbs_for_its_opening_words() -> None:
@@ -213,6 +229,22 @@ def test_a_verb_standing_for_two_opening_words_flags_both_and_replaces_both() ->
     [flag] = find_flags(text, evidence)
     assert (flag.index, flag.span, flag.heard, flag.alternatives) == (0, 2, "We run", ("rerun",))
     assert substitute(text, flag.index, flag.alternatives[0], flag.span) == "Rerun the failing job."
+
+
+def test_a_verb_run_into_the_owners_word_it_acts_on_is_weighed_with_that_word_after_it() -> None:
+    # The real model heard "diff staging against main" as "Deathstaging against main." and nothing else opened
+    # it: each likely verb is weighed with staging kept, so a tap puts both words back.
+    text = "Deathstaging against main."
+    rivals = candidates(text, {}, nouns, first_gap_from({(0, "test"): -1.0}), ["staging", "main"])  # type: ignore[arg-type]
+    glued = [r for r in rivals if " " in r.word]
+    assert glued and all(r.head and r.span == 1 for r in glued)
+    assert ("test staging", "Test staging against main.") in [(r.word, r.text) for r in glued]
+    [flag] = find_flags(text, weighed(text, replace(glued[0], gap=-6.8)), ["staging", "main"])
+    assert (flag.heard, flag.alternatives[0]) == ("Deathstaging", glued[0].word)
+    assert substitute(text, flag.index, flag.alternatives[0], flag.span) == glued[0].text
+    # The owner's word alone, or after a prefix of two letters ("Restaging"), is no glued verb.
+    for plain in ("Staging is red.", "Restaging is red."):
+        assert not [r for r in candidates(plain, {}, nouns, first_gap_from({}), ["staging"]) if " " in r.word]  # type: ignore[arg-type]
 
 
 def test_an_opening_flag_offers_the_opening_words_own_rivals_within_the_head_gap() -> None:
