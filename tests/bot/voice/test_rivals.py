@@ -183,8 +183,8 @@ def test_a_flagged_word_offers_the_owners_word_the_audio_liked_best_even_beyond_
     text = "Summarize the last handoff for IO."
     words = tuple((w, 0.15 if w == "IO." else 0.99) for w in text.split())
     far = Rival(5, 1, "Eywa", "Summarize the last handoff for Eywa.", gap=-6.4, unknown=True)
-    [flag] = find_flags(text, Evidence(words, hypotheses=(("Summarize the last handoff for aisle.", -0.1),),
-                                       rivals=(far,)), ["Eywa"])  # fmt: skip
+    beams = (("Summarize the last handoff for aisle.", -0.1),)
+    [flag] = find_flags(text, Evidence(words, hypotheses=beams, rivals=(far,)), ["Eywa"])
     assert (flag.heard, flag.reason, flag.alternatives[:2]) == ("IO", "p=0.15", ("Eywa", "aisle"))
     # A sure word is not doubted for a far rival.
     assert find_flags(text, weighed(text, far), ["Eywa"]) == ()
