@@ -306,9 +306,9 @@ class Transcriber(ModelOwner):
             owners = [n for n in names if n.lower() not in drop]
             # What the decoding knew of the text: its words' probabilities (forced passes), the other beams.
             force = functools.partial(self._token_probs, encoded, prompt, language, duration)
-            evidence = gather(self._tokenizer(language), force, results, t.text, owners)
+            tokenizer = self._tokenizer(language)
+            evidence = gather(tokenizer, force, results, t.text, owners)
             if doubt.rival_gap >= 0 or doubt.head_gap >= 0:
-                tokenizer = self._tokenizer(language)
                 start = self._start(tokenizer, prompt)
                 gaps = functools.partial(first_gaps, tokenizer, self._model.model.inner, encoded, start, t.text)
                 found = weigh_rivals(t.text, owners, gaps, score, [p for _, p in evidence.words])
